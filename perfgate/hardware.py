@@ -1,0 +1,124 @@
+"""What machine this is: the hardware key that names a baseline folder, and the software around it.
+
+The key names hardware only (GPU model, or CPU model and core count). Software versions are not
+part of it: they go into the saved machine info and are shown beside every comparison, because a
+dependency upgrade is one of the regressions the suite exists to catch.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import subprocess
+
+import torch
+
+
+def cpu_model() -> str:
+    """The CPU's model name, from /proc/cpuinfo where there is one."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown-cpu"
+
+
+def slug(text: str) -> str:
+    """A folder-safe name: letters, digits, '.', '_' and '-'."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "unknown"
+
+
+def hardware_key(use_cuda: bool) -> str:
+    """The baseline folder name for this machine: the GPU when CUDA runs, else CPU and cores."""
+    if use_cuda and torch.cuda.is_available():
+        return slug(torch.cuda.get_device_name(0))
+    return slug(f"{cpu_model()}-{os.cpu_count()}cores")
+
+
+def software_versions() -> dict:
+    """Versions that change performance without changing hardware."""
+    versions = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+    }
+    try:
+        import triton
+
+        versions["triton"] = triton.__version__
+    except ImportError:
+        versions["triton"] = None
+    return versions
+
+
+GPU_QUERY_FIELDS = (
+    "name",
+    "driver_version",
+    "temperature.gpu",
+    "clocks.sm",
+    "clocks.max.sm",
+    "clocks.mem",
+    "power.draw",
+    "utilization.gpu",
+    "clocks_throttle_reasons.active",
+)
+# Throttle reasons that slow a run for reasons outside the code (nvidia-smi bit mask):
+# 0x8 hardware slowdown, 0x20 software thermal, 0x40 hardware thermal, 0x80 power brake.
+# Idle (0x1) and the software power cap (0x4, normal under full load) are not listed.
+UNTRUSTED_THROTTLE_MASK = 0x8 | 0x20 | 0x40 | 0x80
+
+
+def gpu_health() -> dict:
+    """Clocks, temperature, throttle reasons and other processes of GPU 0, by nvidia-smi.
+
+    ``trusted`` is False when the GPU throttles for heat or power or another process uses it:
+    such a run is reported, not gated. Missing nvidia-smi gives ``{"available": False}``.
+    """
+    if shutil.which("nvidia-smi") is None:
+        return {"available": False}
+    fields = _nvidia_smi(["--query-gpu=" + ",".join(GPU_QUERY_FIELDS)])
+    if fields is None:
+        return {"available": False}
+    health = dict(zip(GPU_QUERY_FIELDS, (f.strip() for f in fields[0].split(","))))
+    processes = _nvidia_smi(["--query-compute-apps=pid,process_name,used_memory"]) or []
+    others = [p.strip() for p in processes if p.strip() and str(os.getpid()) not in p]
+    throttle = _parse_int(health.get("clocks_throttle_reasons.active", ""))
+    reasons = []
+    if throttle is not None and throttle & UNTRUSTED_THROTTLE_MASK:
+        reasons.append(f"GPU throttling (reasons {throttle:#x})")
+    if others:
+        reasons.append(f"other processes on the GPU: {'; '.join(others)}")
+    return {
+        "available": True,
+        **health,
+        "other_processes": others,
+        "trusted": not reasons,
+        "untrusted_reasons": reasons,
+    }
+
+
+def _nvidia_smi(arguments: list[str]) -> list[str] | None:
+    try:
+        result = subprocess.run(
+            ["nvidia-smi", *arguments, "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout.strip().splitlines()
+
+
+def _parse_int(text: str) -> int | None:
+    try:
+        return int(text, 0)
+    except ValueError:
+        return None

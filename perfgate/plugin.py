@@ -1,0 +1,151 @@
+"""The pytest plugin: wires options, fixtures and hooks to the perfgate modules, nothing more."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from perfgate import baselines, hardware
+from perfgate.timing import Budget, copy_bandwidth_gbps
+
+TIERS = {
+    # CI smoke: bodies run once under --benchmark-disable; if timed, very briefly
+    "quick": Budget(round_seconds=0.002, case_seconds=0.1, min_rounds=3, max_rounds=10),
+    # a developer's run: about a second per case, enough rounds for the statistics
+    "default": Budget(round_seconds=0.01, case_seconds=1.0, min_rounds=10, max_rounds=100),
+    # nightly GPU: every size, more rounds
+    "full": Budget(round_seconds=0.01, case_seconds=1.5, min_rounds=15, max_rounds=200),
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("perfgate", "perfgate benchmark matrix")
+    group.addoption(
+        "--device",
+        choices=("cpu", "cuda", "all"),
+        default="all",
+        help="devices to benchmark: cpu, cuda, or all present (default: all; CPU always runs)",
+    )
+    group.addoption(
+        "--perf-tier",
+        choices=tuple(TIERS),
+        default="default",
+        help="size tier: quick (CI smoke), default, full (nightly GPU). Default: default",
+    )
+    baselines.add_options(group)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-benchmark reads its storage and compare options
+def pytest_configure(config: pytest.Config) -> None:
+    use_cuda = "cuda" in selected_devices(config) and torch.cuda.is_available()
+    baselines.configure_storage(config, hardware.hardware_key(use_cuda))
+    config.addinivalue_line(
+        "markers",
+        "perfgate(family=None, threshold=None): experiment family and a per-test regression "
+        "threshold (a fraction, 0.1 = 10%) for the perfgate gate",
+    )
+
+
+def selected_devices(config: pytest.Config) -> list[str]:
+    """Device names the matrix runs on: CPU always for 'all', CUDA when present or asked for."""
+    choice = config.getoption("--device")
+    if choice == "cpu":
+        return ["cpu"]
+    if choice == "cuda":
+        return ["cuda"]
+    return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize ``bench_device`` with the selected devices, jointly with tiered sizes.
+
+    A benchmark module may declare ``TIERED_PARAMETERS = {name: {(device, tier): [values]}}``:
+    a test using ``name`` gets, for each device, the values of that device and --perf-tier.
+    """
+    if "bench_device" not in metafunc.fixturenames:
+        return
+    tier = metafunc.config.getoption("--perf-tier")
+    tiered = getattr(metafunc.module, "TIERED_PARAMETERS", {})
+    names = [name for name in tiered if name in metafunc.fixturenames]
+    cases = []
+    for device in selected_devices(metafunc.config):
+        value_lists = [tiered[name].get((device, tier), []) for name in names]
+        cases += [(device, *values) for values in itertools.product(*value_lists)]
+    metafunc.parametrize(["bench_device", *names], cases, ids=_case_id, indirect=["bench_device"])
+
+
+def _case_id(value: object) -> str:
+    if isinstance(value, tuple | list):
+        return "x".join(map(str, value))
+    return str(value)
+
+
+@pytest.fixture(scope="session")
+def bench_device(request: pytest.FixtureRequest) -> torch.device:
+    """The device a benchmark runs on (parametrized by --device); skips CUDA when absent."""
+    if request.param == "cuda" and not torch.cuda.is_available():
+        pytest.skip("--device cuda: no CUDA device is available on this machine")
+    return torch.device(request.param)
+
+
+@pytest.fixture(scope="session")
+def perf_tier(request: pytest.FixtureRequest) -> str:
+    return request.config.getoption("--perf-tier")
+
+
+@pytest.fixture(scope="session")
+def perf_budget(perf_tier: str) -> Budget:
+    return TIERS[perf_tier]
+
+
+@pytest.fixture(scope="session")
+def copy_roofline():
+    """``copy_roofline(total_bytes, device)``: measured copy GB/s for that many bytes, cached."""
+    measured: dict[tuple[int, str], float] = {}
+
+    def copy_roofline(total_bytes: int, device: torch.device) -> float:
+        key = (total_bytes, str(device))
+        if key not in measured:
+            measured[key] = copy_bandwidth_gbps(total_bytes, device)
+        return measured[key]
+
+    return copy_roofline
+
+
+def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
+    use_cuda = "cuda" in selected_devices(config) and torch.cuda.is_available()
+    machine_info["perfgate"] = {
+        "hardware_key": hardware.hardware_key(use_cuda),
+        "software": hardware.software_versions(),
+        "gpu_health": hardware.gpu_health() if use_cuda else {"available": False},
+        "tier": config.getoption("--perf-tier"),
+    }
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    with _skip_on_out_of_memory():
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    with _skip_on_out_of_memory():
+        return (yield)
+
+
+class _skip_on_out_of_memory:  # noqa: N801 - used as a context manager
+    """Turns an out-of-memory error into a skip with the reason, so the matrix goes on."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        if kind is not None and issubclass(kind, torch.OutOfMemoryError):
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            reason = str(error).splitlines()[0] if str(error) else "out of memory"
+            pytest.skip(f"out of memory for this parameter: {reason}")
+        return False

@@ -1,0 +1,253 @@
+"""Timing PyTorch work inside pytest-benchmark without the traps of MEASURE.md.
+
+Two clocks, chosen per benchmark:
+- wall time (``time_wall``): back-to-back calls as a user feels them; on CUDA the round is read
+  with CUDA events, so sync latency stays out, and a round lasts long enough (``round_seconds``)
+  that the launch of its first call vanishes.
+- device time (``time_device``): a kernel's GPU time per call; on CUDA the calls are captured in a
+  CUDA graph over rotating buffers (so L2 cannot hold the working set) and the graph is replayed.
+
+Both feed pytest-benchmark real per-round samples through ``benchmark.pedantic`` and return the
+facts worth storing in ``extra_info`` (clock, iterations, host enqueue time, a ``do_bench``
+cross-check on CUDA).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+HOST_BOUND_FRACTION = 0.8  # host enqueue above this share of the device time: the host limits
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How long to time one benchmark case (seconds) and how many rounds to take."""
+
+    round_seconds: float = 0.01
+    case_seconds: float = 1.0
+    min_rounds: int = 10
+    max_rounds: int = 200
+    warmup_rounds: int = 2
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def cuda_event_clock(seconds_per_unit: float = 1.0) -> Callable[[], float]:
+    """A pytest-benchmark timer reading GPU time: seconds since the clock was made.
+
+    Each reading records a CUDA event and waits for it, so the difference of two readings is the
+    GPU time between them, whatever the host did. ``seconds_per_unit`` scales the reading (a
+    graph of k calls replayed once reads as k times shorter with ``1 / k``).
+    """
+    origin = torch.cuda.Event(enable_timing=True)
+    origin.record()
+
+    def cuda_event_clock() -> float:
+        now = torch.cuda.Event(enable_timing=True)
+        now.record()
+        now.synchronize()
+        return origin.elapsed_time(now) / 1000.0 * seconds_per_unit
+
+    return cuda_event_clock
+
+
+def seconds_per_call(fn: Callable[[], object], device: torch.device, calls: int = 3) -> float:
+    """Synchronized wall seconds per call of ``fn``, from ``calls`` calls after one warm-up."""
+    fn()
+    synchronize(device)
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    synchronize(device)
+    return (time.perf_counter() - start) / calls
+
+
+def host_enqueue_seconds(fn: Callable[[], object], device: torch.device, calls: int) -> float:
+    """Host seconds per call to enqueue ``fn``, without waiting for the GPU."""
+    synchronize(device)
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    elapsed = time.perf_counter() - start
+    synchronize(device)
+    return elapsed / calls
+
+
+def plan_rounds(call_seconds: float, budget: Budget) -> tuple[int, int]:
+    """(rounds, iterations per round) so a round lasts ``round_seconds`` and a case its budget."""
+    iterations = max(1, math.ceil(budget.round_seconds / max(call_seconds, 1e-9)))
+    round_cost = iterations * call_seconds
+    rounds = int(budget.case_seconds / max(round_cost, 1e-9))
+    return min(max(rounds, budget.min_rounds), budget.max_rounds), iterations
+
+
+def _use_timer(benchmark, timer: Callable[[], float]) -> None:
+    # pytest-benchmark takes its timer from --benchmark-timer for the whole session; a CUDA case
+    # needs its own clock, so set the fixture's (stable since 3.x) timer attribute for this case.
+    benchmark._timer = timer
+
+
+def do_bench_seconds(fn: Callable[[], object]) -> float:
+    """Median device seconds per call by ``triton.testing.do_bench`` (events, L2 flushed)."""
+    import triton.testing
+
+    return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median") / 1000.0
+
+
+def time_wall(benchmark, fn: Callable[[], object], device: torch.device, budget: Budget) -> dict:
+    """Benchmark ``fn`` by synchronized wall time; returns facts for ``extra_info``."""
+    if benchmark.disabled:
+        fn()
+        synchronize(device)
+        return {"clock": "disabled"}
+    call_seconds = seconds_per_call(fn, device)
+    rounds, iterations = plan_rounds(call_seconds, budget)
+    facts = {"clock": "perf_counter", "iterations": iterations, "rounds": rounds}
+    if device.type == "cuda":
+        _use_timer(benchmark, cuda_event_clock())
+        host = host_enqueue_seconds(fn, device, max(iterations, 3))
+        device_seconds = do_bench_seconds(fn)
+        facts.update(
+            clock="cuda_events",
+            host_enqueue_s=host,
+            do_bench_s=device_seconds,
+            host_bound=host > HOST_BOUND_FRACTION * device_seconds,
+        )
+    benchmark.pedantic(
+        fn, rounds=rounds, iterations=iterations, warmup_rounds=budget.warmup_rounds
+    )
+    return facts
+
+
+def time_device(
+    benchmark, calls: Sequence[Callable[[], object]], device: torch.device, budget: Budget
+) -> dict:
+    """Benchmark a kernel's time per call; ``calls`` use rotating buffers, one call per set.
+
+    On CUDA the calls are captured into one CUDA graph, replayed per iteration, and the clock
+    reports GPU seconds per captured call. On the CPU this is wall time over the rotation.
+    """
+    rotation = _Rotation(calls)
+    if benchmark.disabled or device.type != "cuda":
+        return time_wall(benchmark, rotation, device, budget)
+    for call in calls:  # compile and autotune outside the capture
+        call()
+    synchronize(device)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for call in calls:
+            call()
+    graph.replay()
+    synchronize(device)
+    per_call = seconds_per_call(graph.replay, device) / len(calls)
+    rounds, iterations = plan_rounds(per_call * len(calls), budget)
+    host = host_enqueue_seconds(rotation, device, max(3 * len(calls), 30))
+    device_seconds = do_bench_seconds(calls[0])
+    _use_timer(benchmark, cuda_event_clock(1.0 / len(calls)))
+    benchmark.pedantic(
+        graph.replay, rounds=rounds, iterations=iterations, warmup_rounds=budget.warmup_rounds
+    )
+    return {
+        "clock": "cuda_graph_events",
+        "calls_per_iteration": len(calls),
+        "iterations": iterations,
+        "rounds": rounds,
+        "host_enqueue_s": host,
+        "do_bench_s": device_seconds,
+        "host_bound": False,  # a graph replay takes the host out of the loop
+        "eager_host_bound": host > HOST_BOUND_FRACTION * device_seconds,
+    }
+
+
+class _Rotation:
+    """Calls each of ``calls`` in turn, one per call: rotating buffers outside a graph."""
+
+    def __init__(self, calls: Sequence[Callable[[], object]]):
+        if not calls:
+            raise ValueError("calls must hold at least one callable")
+        self.calls = list(calls)
+        self.index = 0
+
+    def __call__(self) -> object:
+        call = self.calls[self.index]
+        self.index = (self.index + 1) % len(self.calls)
+        return call()
+
+
+def rotation_count(bytes_per_call: int, cache_bytes: int, minimum: int = 2) -> int:
+    """Buffer sets to rotate through so their footprint is at least 4x the cache."""
+    return max(minimum, math.ceil(4 * cache_bytes / max(bytes_per_call, 1)))
+
+
+def median_seconds(benchmark) -> float | None:
+    """Median seconds per iteration of the case just timed, or None when timing was disabled."""
+    stats = getattr(benchmark, "stats", None)
+    if stats is None:
+        return None
+    return statistics.median(stats.stats.data)
+
+
+def scaled_perf_counter(seconds_per_unit: float) -> Callable[[], float]:
+    """A perf_counter timer whose readings are scaled: per-call seconds for n-call rounds."""
+
+    def scaled_perf_counter() -> float:
+        return time.perf_counter() * seconds_per_unit
+
+    return scaled_perf_counter
+
+
+def time_rounds(
+    benchmark, round_fn: Callable[[], object], device: torch.device, rounds: int, calls: int
+) -> None:
+    """Time whole rounds that are expensive by themselves (a fresh compile, then ``calls`` calls).
+
+    One iteration per round; the reading is divided by ``calls``, so pytest-benchmark stores the
+    mean seconds per call of each round. ``round_fn`` must end with the device synchronized.
+    """
+    if benchmark.disabled:
+        round_fn()
+        return
+    _use_timer(benchmark, scaled_perf_counter(1.0 / calls))
+    benchmark.pedantic(round_fn, rounds=rounds, iterations=1, warmup_rounds=0)
+
+
+def copy_bandwidth_gbps(total_bytes: int, device: torch.device) -> float:
+    """Measured device-to-device copy bandwidth (GB/s, bytes read + written) moving ``total_bytes``.
+
+    This is the roofline of a memory-bound kernel that moves the same number of bytes.
+    """
+    half = max(total_bytes // 2, 1)
+    source = torch.randint(0, 255, (half,), dtype=torch.uint8, device=device)
+    target = torch.empty_like(source)
+    if device.type == "cuda":
+        seconds = do_bench_seconds(lambda: target.copy_(source))
+    else:
+        seconds = min(seconds_per_call(lambda: target.copy_(source), device, 5) for _ in range(3))
+    return 2 * half / seconds / 1e9
+
+
+def record_rates(benchmark, *, flops: int | None = None, nbytes: int | None = None) -> None:
+    """Add TFLOP/s and GB/s at the median time to ``extra_info`` (nothing when timing was off)."""
+    stats = getattr(benchmark, "stats", None)
+    if stats is None:
+        return
+    seconds = stats.stats.median
+    if flops is not None:
+        benchmark.extra_info["tflops"] = flops / seconds / 1e12
+    if nbytes is not None:
+        benchmark.extra_info["gbps"] = nbytes / seconds / 1e9
+
+
+def l2_cache_bytes(device: torch.device) -> int:
+    """L2 size of a CUDA device (50 MB on the H100 when PyTorch does not report it)."""
+    properties = torch.cuda.get_device_properties(device)
+    return getattr(properties, "L2_cache_size", 50 * 2**20)
