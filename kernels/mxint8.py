@@ -27,7 +27,8 @@ BF16_EXPONENT_SHIFT = 7  # bf16 = 1 sign, 8 exponent, 7 fraction bits
 INTEGER_BIT = 0x40  # the mantissa's integer bit: set means bf16's implicit leading 1 is right
 FRACTION_MASK = 0x3F  # the mantissa's six fraction bits
 FLOAT32_SMALLEST_NORMAL = 2.0**-126  # bf16 shares it; the quantizer flushes anything smaller
-DEQUANTIZE_BLOCK_SIZE = 1024  # elements per Triton program (tuned on the H100: see docs/NOTES.md)
+DEQUANTIZE_BLOCK_SIZE = 2048  # elements per Triton program (tuned on the H100: docs/NOTES.md)
+DEQUANTIZE_NUM_WARPS = 4
 
 
 # --- Input checks (at the wrapper, never in the kernel) ---------------------------------------
@@ -98,29 +99,20 @@ def dequantize_reference(
 
 # --- Triton kernel ----------------------------------------------------------------------------
 @triton.jit
-def _difference_bits(sign, e, frac):
-    """Bits of bf16(sign|e|frac) - bf16(sign|e), step 6's float32 subtraction done in integers.
-
-    The difference is exact, so integer arithmetic gives the very bits the CuTe kernel's float
-    subtraction gives, without relying on how a backend treats subnormals (Triton's interpreter
-    converts bf16 subnormals wrongly; GPUs may flush them).
-    """
-    # frac / 128 * 2^(e - 127) = frac * 2^(e - 134); frac's leading one sits at bit p (1..6)
-    p = (
-        (frac >= 2).to(tl.int32)
-        + (frac >= 4).to(tl.int32)
-        + (frac >= 8).to(tl.int32)
-        + (frac >= 16).to(tl.int32)
-        + (frac >= 32).to(tl.int32)
-        + (frac >= 64).to(tl.int32)
-    )
-    exponent = e - 7 + p  # biased exponent of the difference when it is a normal number
-    normal = sign | (exponent << 7) | ((frac << (7 - p)) & 0x7F)
-    subnormal = sign | (frac << tl.maximum(e - 1, 0))
-    bits = tl.where(exponent >= 1, normal, subnormal)
-    bits = tl.where(e == 0, sign | frac, bits)  # bias is +-0, the difference is out itself
-    bits = tl.where(frac == 0, 0, bits)  # x - x = +0.0, also for -0.0 - -0.0
-    return tl.where(e == 255, 0x7FFF, bits)  # inf - inf and NaN - inf: canonical NaN
+def _dequantize_bits(v, e):
+    """bf16 bit patterns (in int32) for int32 mantissas ``v`` and scales ``e``: the spec's steps."""
+    sign = tl.where(v < 0, 0x8000, 0)
+    a = tl.abs(v)  # in int32, so |-128| = 128
+    out = sign | (e << 7) | ((a & 0x3F) << 1)
+    bias = sign | (e << 7)
+    # Step 6 in float32 on bf16 patterns widened by hand (bf16 -> f32 is a 16-bit shift, which
+    # Triton's interpreter gets wrong for subnormals when it converts). The difference is exact
+    # in bf16, so its top 16 bits are the result; inf - inf and NaN - inf give a NaN.
+    out_f32 = (out << 16).to(tl.float32, bitcast=True)
+    bias_f32 = (bias << 16).to(tl.float32, bitcast=True)
+    difference = (out_f32 - bias_f32).to(tl.int32, bitcast=True) >> 16
+    # bf16 has an implicit leading 1 that MXINT8 lacks: remove it unless the integer bit is set
+    return tl.where((a & 0x40) != 0, out, difference)
 
 
 @triton.jit
@@ -131,22 +123,32 @@ def _dequantize_kernel(
     n_elements,
     GROUP_SIZE: tl.constexpr,
     BLOCK_SIZE: tl.constexpr,
+    GROUP_TILES: tl.constexpr,
 ):
-    # int64 so that tensors past 2^31 elements index correctly
-    pid = tl.program_id(0).to(tl.int64)
-    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    v = tl.load(mantissa_ptr + offsets, mask=mask, other=0).to(tl.int32)
-    e = tl.load(scales_ptr + offsets // GROUP_SIZE, mask=mask, other=0).to(tl.int32)
+    # The block start is int64 so tensors past 2^31 elements index correctly; offsets inside a
+    # block stay int32.
+    start = tl.program_id(0).to(tl.int64) * BLOCK_SIZE
+    remaining = tl.minimum(n_elements - start, BLOCK_SIZE).to(tl.int32)
+    if GROUP_TILES:
+        # A (groups, GROUP_SIZE) tile: one scale load per group, broadcast along its row.
+        rows = tl.arange(0, BLOCK_SIZE // GROUP_SIZE)
+        local = rows[:, None] * GROUP_SIZE + tl.arange(0, GROUP_SIZE)[None, :]
+        e = tl.load(scales_ptr + start // GROUP_SIZE + rows, mask=rows * GROUP_SIZE < remaining)
+        e = e.to(tl.int32)[:, None]
+    else:
+        # Any group size: each element finds its group's scale.
+        local = tl.arange(0, BLOCK_SIZE)
+        e = tl.load(scales_ptr + (start + local) // GROUP_SIZE, mask=local < remaining)
+        e = e.to(tl.int32)
+    mask = local < remaining
+    v = tl.load(mantissa_ptr + start + local, mask=mask, other=0).to(tl.int32)
+    bits = _dequantize_bits(v, e)
+    tl.store(out_ptr + start + local, bits.to(tl.uint16).to(tl.bfloat16, bitcast=True), mask=mask)
 
-    sign = tl.where(v < 0, 0x8000, 0)
-    a = tl.abs(v)
-    frac = (a & 0x3F) << 1
-    out = sign | (e << 7) | frac
-    # bf16 has an implicit leading 1 that MXINT8 lacks: remove it unless the integer bit is set
-    bits = tl.where((a & 0x40) != 0, out, _difference_bits(sign, e, frac))
-    y = bits.to(tl.uint16).to(tl.bfloat16, bitcast=True)
-    tl.store(out_ptr + offsets, y, mask=mask)
+
+def _uses_group_tiles(group_size: int, block_size: int) -> bool:
+    """Power-of-two groups that tile a block take the one-scale-load-per-group path."""
+    return group_size & (group_size - 1) == 0 and group_size <= block_size
 
 
 def triton_available_for(device: torch.device) -> bool:
@@ -159,7 +161,7 @@ def triton_available_for(device: torch.device) -> bool:
 def dequantize(
     mantissa: torch.Tensor, scales: torch.Tensor, group_size: int = DEFAULT_GROUP_SIZE
 ) -> torch.Tensor:
-    """MXINT8 -> bfloat16 with the Triton kernel; same contract and bits as ``dequantize_reference``.
+    """MXINT8 -> bfloat16 by the Triton kernel: the contract and bits of ``dequantize_reference``.
 
     On CUDA tensors it launches the Triton kernel. On CPU tensors it runs the same kernel through
     Triton's interpreter when ``TRITON_INTERPRET=1`` was set before import, else the reference.
@@ -179,7 +181,8 @@ def dequantize(
         n_elements,
         GROUP_SIZE=group_size,
         BLOCK_SIZE=DEQUANTIZE_BLOCK_SIZE,
-        num_warps=4,
+        GROUP_TILES=_uses_group_tiles(group_size, DEQUANTIZE_BLOCK_SIZE),
+        num_warps=DEQUANTIZE_NUM_WARPS,
     )
     return out
 

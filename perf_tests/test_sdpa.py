@@ -83,7 +83,9 @@ def test_attention(benchmark, bench_device, perf_budget, shape, dtype_name, impl
         return [torch.randn(shape, device=device, dtype=dtype) for _ in range(3)]
 
     q, k, v = make_inputs()
-    out = run_or_skip_unsupported(attention_call(implementation, q, k, v), implementation, dtype_name)
+    out = run_or_skip_unsupported(
+        attention_call(implementation, q, k, v), implementation, dtype_name
+    )
     expected = naive_attention(q.float(), k.float(), v.float())
     error = (out.float() - expected).abs().max().item()
     assert error <= TOLERANCE[dtype], f"{implementation} {dtype_name}: max abs error {error:.2e}"

@@ -40,6 +40,8 @@ def configure_storage(config: pytest.Config, key: str) -> None:
     """
     if not hasattr(config.option, "benchmark_storage"):
         return  # pytest-benchmark is not active (-p no:benchmark)
+    # per-round samples in every saved run, so the gate can recompute statistics later
+    config.option.benchmark_save_data = True
     if config.option.benchmark_storage != DEFAULT_STORAGE:
         return
     folder = baseline_folder(config, key)

@@ -85,7 +85,7 @@ def gpu_health() -> dict:
     fields = _nvidia_smi(["--query-gpu=" + ",".join(GPU_QUERY_FIELDS)])
     if fields is None:
         return {"available": False}
-    health = dict(zip(GPU_QUERY_FIELDS, (f.strip() for f in fields[0].split(","))))
+    health = dict(zip(GPU_QUERY_FIELDS, (f.strip() for f in fields[0].split(",")), strict=False))
     processes = _nvidia_smi(["--query-compute-apps=pid,process_name,used_memory"]) or []
     others = [p.strip() for p in processes if p.strip() and str(os.getpid()) not in p]
     throttle = _parse_int(health.get("clocks_throttle_reasons.active", ""))

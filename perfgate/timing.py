@@ -122,9 +122,7 @@ def time_wall(benchmark, fn: Callable[[], object], device: torch.device, budget:
             do_bench_s=device_seconds,
             host_bound=host > HOST_BOUND_FRACTION * device_seconds,
         )
-    benchmark.pedantic(
-        fn, rounds=rounds, iterations=iterations, warmup_rounds=budget.warmup_rounds
-    )
+    benchmark.pedantic(fn, rounds=rounds, iterations=iterations, warmup_rounds=budget.warmup_rounds)
     return facts
 
 

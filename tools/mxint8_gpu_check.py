@@ -13,9 +13,9 @@ import torch
 import triton
 import triton.testing
 
-from kernels.mxint8 import _dequantize_kernel, dequantize, dequantize_reference
+from kernels.mxint8 import _dequantize_kernel, _uses_group_tiles, dequantize, dequantize_reference
 
-CONFIGS = [(1024, 4), (1024, 8), (2048, 4), (2048, 8), (4096, 8), (8192, 8), (8192, 16)]
+CONFIGS = [(1024, 4), (2048, 4), (2048, 8), (4096, 4), (4096, 8), (8192, 8), (8192, 16)]
 
 
 def bits_equal(a: torch.Tensor, b: torch.Tensor) -> int:
@@ -25,9 +25,13 @@ def bits_equal(a: torch.Tensor, b: torch.Tensor) -> int:
 
 
 def exhaustive() -> int:
+    # group size 1 (per-element path) and 256 (tile path) both see every (mantissa, scale) pair
     v = torch.arange(-128, 128, device="cuda").to(torch.int8).repeat_interleave(256)
     e = torch.arange(256, device="cuda").to(torch.uint8).repeat(256)
-    return bits_equal(dequantize(v, e, 1), dequantize_reference(v, e, 1))
+    per_element = bits_equal(dequantize(v, e, 1), dequantize_reference(v, e, 1))
+    v2 = torch.arange(-128, 128, device="cuda").to(torch.int8).repeat(256)
+    e2 = torch.arange(256, device="cuda").to(torch.uint8)
+    return per_element + bits_equal(dequantize(v2, e2, 256), dequantize_reference(v2, e2, 256))
 
 
 def past_2_31() -> int:
@@ -41,40 +45,62 @@ def past_2_31() -> int:
     return bits_equal(got, dequantize_reference(m[-tail:], s[-tail // 32 :], 32))
 
 
-def launch(m, s, out, group, block, warps):
+def launch(m, s, out, group, block, warps) -> None:
     grid = (triton.cdiv(m.numel(), block),)
-    _dequantize_kernel[grid](m, s, out, m.numel(), GROUP_SIZE=group, BLOCK_SIZE=block, num_warps=warps)
+    _dequantize_kernel[grid](
+        m,
+        s,
+        out,
+        m.numel(),
+        GROUP_SIZE=group,
+        BLOCK_SIZE=block,
+        GROUP_TILES=_uses_group_tiles(group, block),
+        num_warps=warps,
+    )
 
 
-def bandwidth_table(sizes, groups):
-    rows = []
+def time_ms(fn) -> float:
+    return triton.testing.do_bench(fn, return_mode="median")
+
+
+def bandwidth_row(n: int, g: int) -> dict:
+    m = torch.randint(-128, 128, (n,), dtype=torch.int8, device="cuda")
+    s = torch.randint(100, 150, (n // g,), device="cuda").to(torch.uint8)
+    out = torch.empty(n, dtype=torch.bfloat16, device="cuda")
+    nbytes = 3 * n + n // g
+    src = torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    row = {"elements": n, "group": g, "bytes": nbytes, "copy_ms": time_ms(lambda: dst.copy_(src))}
+    for block, warps in CONFIGS:
+        row[f"triton_{block}_{warps}_ms"] = time_ms(
+            lambda b=block, w=warps: launch(m, s, out, g, b, w)
+        )
+    row["mismatches"] = bits_equal(dequantize(m, s, g), dequantize_reference(m, s, g))
+    torch._dynamo.reset()
     compiled = torch.compile(dequantize_reference, dynamic=False)
+    row["compiled_ref_ms"] = time_ms(lambda: compiled(m, s, g))
+    return row
+
+
+def describe(row: dict) -> str:
+    tbps = {(b, w): row["bytes"] / row[f"triton_{b}_{w}_ms"] / 1e9 for b, w in CONFIGS}
+    (block, warps), best = max(tbps.items(), key=lambda item: item[1])
+    copy = row["bytes"] / row["copy_ms"] / 1e9
+    compiled = row["bytes"] / row["compiled_ref_ms"] / 1e9
+    configs = " ".join(f"{b}/{w}:{t:.2f}" for (b, w), t in tbps.items())
+    return (
+        f"2^{row['elements'].bit_length() - 1} g{row['group']}: copy {copy:.2f} TB/s | best "
+        f"{block}/{warps} {best:.2f} TB/s ({best / copy:.0%} of copy) | {configs} | "
+        f"compiled ref {compiled:.2f} TB/s | mismatches {row['mismatches']}"
+    )
+
+
+def bandwidth_table(sizes, groups) -> list[dict]:
+    rows = []
     for n in sizes:
         for g in groups:
-            m = torch.randint(-128, 128, (n,), dtype=torch.int8, device="cuda")
-            s = torch.randint(100, 150, (n // g,), device="cuda").to(torch.uint8)
-            out = torch.empty(n, dtype=torch.bfloat16, device="cuda")
-            nbytes = 3 * n + n // g
-            half = nbytes // 2
-            src = torch.empty(half, dtype=torch.uint8, device="cuda")
-            dst = torch.empty_like(src)
-            copy_ms = triton.testing.do_bench(lambda: dst.copy_(src), return_mode="median")
-            row = {"elements": n, "group": g, "bytes": nbytes, "copy_ms": copy_ms,
-                   "copy_tbps": nbytes / copy_ms / 1e9}
-            for block, warps in CONFIGS:
-                ms = triton.testing.do_bench(lambda: launch(m, s, out, g, block, warps), return_mode="median")
-                row[f"triton_{block}_{warps}_ms"] = ms
-            row["mismatches_default"] = bits_equal(dequantize(m, s, g), dequantize_reference(m, s, g))
-            if n <= 2**28:
-                ms = triton.testing.do_bench(lambda: compiled(m, s, g), return_mode="median")
-                row["compiled_ref_ms"] = ms
-            rows.append(row)
-            best = min((row[f"triton_{b}_{w}_ms"], b, w) for b, w in CONFIGS)
-            print(f"2^{n.bit_length()-1} g{g}: copy {row['copy_tbps']:.2f} TB/s | best {best[1]}/{best[2]} "
-                  f"{nbytes/best[0]/1e9:.2f} TB/s ({row['copy_ms']/best[0]*100:.0f}% of copy) | "
-                  + " ".join(f"{b}/{w}:{nbytes/row[f'triton_{b}_{w}_ms']/1e9:.2f}" for b, w in CONFIGS)
-                  + (f" | compiled ref {nbytes/row['compiled_ref_ms']/1e9:.2f} TB/s" if "compiled_ref_ms" in row else ""),
-                  flush=True)
+            rows.append(bandwidth_row(n, g))
+            print(describe(rows[-1]), flush=True)
     return rows
 
 
@@ -90,6 +116,7 @@ def main() -> None:
     torch.cuda.empty_cache()
     sizes = [2**20, 2**22, 2**24, 2**25, 2**26, 2**28]
     result["table"] = bandwidth_table(sizes, [32, 128])
+    result["table_group_96"] = bandwidth_table([96 * 2**18], [96])  # the per-element scale path
     if args.out:
         with open(args.out, "w") as f:
             json.dump(result, f, indent=1)

@@ -1,0 +1,30 @@
+"""Unit-test fixtures: Triton's interpreter on CPU-only machines, seeding, the devices."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+# Triton reads TRITON_INTERPRET when @triton.jit decorates a kernel, that is when kernels.* is
+# imported, so it has to be set here, at conftest import time, before any test module loads.
+if not torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ:
+    os.environ["TRITON_INTERPRET"] = "1"
+
+CUDA_AVAILABLE = torch.cuda.is_available()
+requires_cuda = pytest.mark.skipif(not CUDA_AVAILABLE, reason="needs a CUDA device")
+
+# "cpu" always (the Triton kernels run there through the interpreter); "cuda" only when present.
+DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, requires_cuda])]
+
+
+@pytest.fixture(autouse=True)
+def _seed_torch() -> None:
+    torch.manual_seed(0)
+
+
+@pytest.fixture(params=DEVICES)
+def device(request: pytest.FixtureRequest) -> torch.device:
+    """Each device the kernels can run on here: cpu always, cuda when available (else skipped)."""
+    return torch.device(request.param)

@@ -1,0 +1,138 @@
+"""Tests for perfgate.stats on synthetic per-round durations (seconds) from seeded numpy."""
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+from perfgate.stats import (
+    MIN_ROUNDS,
+    _resampled_medians,
+    bootstrap_ratio_interval,
+    compare_samples,
+    mann_whitney_faster,
+    mann_whitney_slower,
+    median,
+    summarize,
+)
+
+
+def lognormal_rounds(rng: np.random.Generator, n: int, cv: float, median_s: float = 1e-3):
+    """``n`` per-round durations (seconds) with lognormal noise of coefficient of variation cv."""
+    return median_s * rng.lognormal(0.0, math.sqrt(math.log1p(cv**2)), n)
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(1234)
+
+
+def test_median_and_summary():
+    assert median([3e-3, 1e-3, 2e-3]) == 2e-3
+    assert median([1e-3, 2e-3, 3e-3, 4e-3]) == pytest.approx(2.5e-3)
+    summary = summarize([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert (summary.median, summary.iqr, summary.n) == (3.0, 2.0, 5)
+    assert summary.relative_iqr == pytest.approx(2.0 / 3.0)
+
+
+BAD_SAMPLES = {
+    "empty": [],
+    "nan": [1e-3, float("nan")],
+    "inf": [1e-3, float("inf")],
+    "zero": [1e-3, 0.0],
+    "negative": [1e-3, -1e-3],
+    "two-dimensional": [[1e-3, 2e-3]],
+    "not numbers": ["fast", "slow"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SAMPLES))
+@pytest.mark.parametrize("side", ["baseline", "current"])
+def test_rejects_bad_samples_naming_the_argument(case, side):
+    good = [1e-3, 1.1e-3, 0.9e-3]
+    args = {"baseline": good, "current": good, side: BAD_SAMPLES[case]}
+    for function in (compare_samples, mann_whitney_slower, bootstrap_ratio_interval):
+        with pytest.raises(ValueError, match=side):
+            function(**args)
+
+
+def test_rejects_bad_bootstrap_settings():
+    samples = [1e-3, 1.1e-3, 0.9e-3]
+    with pytest.raises(ValueError, match="confidence"):
+        bootstrap_ratio_interval(samples, samples, confidence=1.0)
+    with pytest.raises(ValueError, match="resamples"):
+        bootstrap_ratio_interval(samples, samples, resamples=10)
+
+
+def test_mann_whitney_is_one_sided(rng):
+    baseline = lognormal_rounds(rng, 30, 0.05)
+    slower = lognormal_rounds(rng, 30, 0.05) * 1.3
+    assert mann_whitney_slower(baseline, slower) < 1e-6
+    assert mann_whitney_faster(baseline, slower) > 0.99
+    assert mann_whitney_slower(slower, baseline) > 0.99
+    assert mann_whitney_faster(slower, baseline) < 1e-6
+
+
+def test_mann_whitney_all_ties_is_not_evidence():
+    # A coarse clock can give identical rounds; scipy's statistic is then undefined.
+    assert mann_whitney_slower([1e-3] * 20, [1e-3] * 20) == 1.0
+
+
+def test_resampled_medians_equal_numpy_medians_of_the_same_resamples(rng):
+    for n in (1, 2, 3, 20, 21, 50):
+        samples = lognormal_rounds(rng, n, 0.2)
+        fast = _resampled_medians(samples, 500, np.random.default_rng(7))
+        picks = np.random.default_rng(7).integers(0, n, (500, n))
+        reference = np.median(np.sort(samples)[picks], axis=1)
+        np.testing.assert_array_equal(fast, reference, err_msg=f"n={n}")
+
+
+def test_bootstrap_interval_is_deterministic_and_brackets_the_ratio(rng):
+    baseline = lognormal_rounds(rng, 40, 0.10)
+    current = lognormal_rounds(rng, 40, 0.10) * 1.2
+    low, high = bootstrap_ratio_interval(baseline, current, seed=3)
+    assert (low, high) == bootstrap_ratio_interval(baseline, current, seed=3)
+    assert (low, high) != bootstrap_ratio_interval(baseline, current, seed=4)
+    assert low < np.median(current) / np.median(baseline) < high
+    assert 1.0 < low < 1.2 < high
+    narrower = bootstrap_ratio_interval(baseline, current, confidence=0.5, seed=3)
+    assert low < narrower[0] < narrower[1] < high
+
+
+def test_bootstrap_is_fast_for_two_hundred_rounds(rng):
+    baseline = lognormal_rounds(rng, 200, 0.10)
+    current = lognormal_rounds(rng, 200, 0.10)
+    best = math.inf
+    for _ in range(5):  # best of 5: a busy CI machine should not fail a speed check
+        start = time.perf_counter()
+        bootstrap_ratio_interval(baseline, current, resamples=2000)
+        best = min(best, time.perf_counter() - start)
+    assert best < 0.050, f"bootstrap took {best * 1e3:.1f} ms"
+
+
+def test_compare_samples_fields(rng):
+    baseline = lognormal_rounds(rng, 25, 0.05)
+    current = lognormal_rounds(rng, 30, 0.05) * 2.0
+    c = compare_samples(baseline, current)
+    assert c.baseline_median == float(np.median(baseline))
+    assert c.current_median == float(np.median(current))
+    assert c.ratio == pytest.approx(c.current_median / c.baseline_median)
+    assert c.change_percent == pytest.approx((c.ratio - 1.0) * 100.0)
+    assert (c.n_baseline, c.n_current, c.enough_rounds) == (25, 30, True)
+    assert c.p_value < 1e-6 and c.p_value_faster > 0.99
+    assert 1.8 < c.ratio_low < c.ratio < c.ratio_high < 2.2
+    assert "ms" in c.describe() and "%" in c.describe()
+
+
+@pytest.mark.parametrize("rounds", [(1, 1), (1, 30), (30, 2), (2, 2)])
+def test_tiny_samples_are_never_significant(rng, rounds):
+    assert min(rounds) < MIN_ROUNDS
+    baseline = lognormal_rounds(rng, rounds[0], 0.01)
+    current = lognormal_rounds(rng, rounds[1], 0.01) * 10.0  # ten times slower, yet unknowable
+    c = compare_samples(baseline, current)
+    assert c.ratio > 5.0
+    assert (c.p_value, c.p_value_faster) == (1.0, 1.0)
+    assert (c.ratio_low, c.ratio_high) == (0.0, math.inf)
+    assert not c.enough_rounds
+    assert mann_whitney_slower(baseline, current) == 1.0
