@@ -1,3 +1,4 @@
-"""Root conftest: loads the perfgate pytest plugin for tests/ and perf_tests/ alike."""
+"""Root conftest: loads the perfgate pytest plugin for tests/ and perf_tests/ alike, and pytester
+for the plugin's end-to-end tests."""
 
-pytest_plugins = ("perfgate.plugin",)
+pytest_plugins = ("perfgate.plugin", "pytester")

@@ -79,6 +79,14 @@ DEQUANTIZERS = {
     "reference": dequantize_reference,
     "reference_compiled": compiled_reference,
 }
+DEQUANTIZER_PARAMS = [
+    "triton",
+    "reference",
+    # Inductor autotunes pointwise kernels by timing them, and its pick differs between processes:
+    # on the H100 the same 2^22-element case read 6.3 us in one run and 9.0 us in the next.
+    # Gate it loosely so that flip is not a regression; a fall back to eager (30x) still is.
+    pytest.param("reference_compiled", marks=pytest.mark.perfgate(threshold=0.5)),
+]
 
 
 def random_mxint8(elements: int, group_size: int, device: torch.device):
@@ -94,7 +102,7 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 @pytest.mark.parametrize("group_size", GROUP_SIZES)
-@pytest.mark.parametrize("implementation", list(DEQUANTIZERS))
+@pytest.mark.parametrize("implementation", DEQUANTIZER_PARAMS)
 def test_dequantize(
     benchmark, bench_device, perf_budget, copy_roofline, elements, group_size, implementation
 ):

@@ -7,7 +7,7 @@ import itertools
 import pytest
 import torch
 
-from perfgate import baselines, hardware
+from perfgate import baselines, gate_session, hardware, timing
 from perfgate.timing import Budget, copy_bandwidth_gbps
 
 TIERS = {
@@ -34,13 +34,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="default",
         help="size tier: quick (CI smoke), default, full (nightly GPU). Default: default",
     )
+    group.addoption(
+        "--perf-profile",
+        default=None,
+        metavar="DIR",
+        help="profile each selected case with torch.profiler instead of timing it: writes "
+        "DIR/<test>.txt (top operators) and DIR/<test>.trace.json (Chrome trace)",
+    )
     baselines.add_options(group)
+    gate_session.add_options(group)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-benchmark reads its storage and compare options
 def pytest_configure(config: pytest.Config) -> None:
     use_cuda = "cuda" in selected_devices(config) and torch.cuda.is_available()
+    if config.getoption("--perf-gate") and not config.getoption("benchmark_compare", None):
+        config.option.benchmark_compare = True
     baselines.configure_storage(config, hardware.hardware_key(use_cuda))
+    if config.getoption("--perf-gate"):
+        config.pluginmanager.register(gate_session.GateSession(config), "perfgate-gate")
+    if config.getoption("--perf-profile"):
+        timing.set_profile_dir(config.getoption("--perf-profile"))
     config.addinivalue_line(
         "markers",
         "perfgate(family=None, threshold=None): experiment family and a per-test regression "

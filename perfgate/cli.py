@@ -1,0 +1,247 @@
+"""The ``perfgate`` command: compare, history, report and profile over pytest-benchmark runs.
+
+``main(argv)`` returns the exit status: 0 on success, 2 for a missing or unreadable run (one
+line on stderr naming the file and what to do), pytest's status for ``profile``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from perfgate import __version__
+from perfgate.baselines import BaselineError
+from perfgate.gate import DEFAULT_ALPHA, DEFAULT_TIME_THRESHOLD
+from perfgate.plots import PlotsUnavailable
+from perfgate.profiling import DEFAULT_FOLDER as PROFILE_FOLDER
+from perfgate.runs import (
+    RunError,
+    default_baselines_root,
+    folder_runs,
+    read,
+    resolve,
+    this_hardware_key,
+)
+
+RESULTS = Path("perfgate-results")
+EXAMPLES = {
+    "compare": """examples:
+  perfgate compare                          # the newest two runs of this hardware
+  perfgate compare 0003 0004 --filter sdpa  # runs 3 and 4, attention benchmarks only
+  perfgate compare old.json new.json --markdown > compare.md""",
+    "history": """examples:
+  perfgate history 'test_attention[cuda-32x8x128x64-flash-fp16]'
+  perfgate history 'test_dequantize*triton-32]' --hardware NVIDIA-H100-80GB-HBM3 --out plots/""",
+    "report": """examples:
+  perfgate report                           # the newest run of this hardware
+  perfgate report baselines/NVIDIA-H100-80GB-HBM3/*/0001_h100-full.json \\
+      baselines/AMD-EPYC-2cores/*/0001_cpu-default.json --out docs/report""",
+    "profile": """examples:
+  perfgate profile 'perf_tests/test_sdpa.py::test_attention[cpu-32x8x128x64-naive-fp32]'
+  perfgate profile 'perf_tests/test_sdpa.py::test_attention[cuda-32x8x128x64-flash-fp16]' \\
+      --out prof/ -- --device cuda     # arguments after -- go to pytest""",
+}
+
+
+class Hardware:
+    """The hardware folder RUN arguments are looked up in, found only when first needed
+    (finding this machine's key imports torch)."""
+
+    def __init__(self, baselines: str | None, key: str | None):
+        self.root = Path(baselines) if baselines else default_baselines_root()
+        self._key = key
+
+    @property
+    def folder(self) -> Path:
+        if self._key is None:
+            self._key = this_hardware_key()
+        return self.root / self._key
+
+    def resolve(self, argument: str) -> Path:
+        """The file a RUN argument names; an existing path needs no hardware folder."""
+        return Path(argument) if Path(argument).is_file() else resolve(argument, self.folder)
+
+    def run_paths(self, arguments: Sequence[str], newest: int) -> list[Path]:
+        """Paths for the RUN arguments given, else the ``newest`` saved runs (oldest first)."""
+        if arguments:
+            return [self.resolve(argument) for argument in arguments]
+        runs = folder_runs(self.folder)
+        if len(runs) < newest:
+            raise RunError(
+                f"only {len(runs)} saved run in {self.folder}; name the runs to use "
+                "(a path, or a run number such as 0001)"
+            )
+        return runs[-newest:]
+
+
+def _percent(text: str) -> float:
+    """'10', '10%' or '10 %' as the fraction 0.10."""
+    try:
+        return float(text.strip().rstrip("%")) / 100.0
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from error
+
+
+def _subparser(commands, name: str, summary: str, common) -> argparse.ArgumentParser:
+    return commands.add_parser(
+        name,
+        help=summary,
+        description=summary,
+        epilog=EXAMPLES[name],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[common],
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    where = common.add_argument_group("where saved runs are looked up")
+    where.add_argument("--baselines", metavar="DIR", help="baseline root (default: ./baselines)")
+    where.add_argument("--hardware", metavar="KEY", help="hardware folder (default: this one)")
+    parser = argparse.ArgumentParser(
+        prog="perfgate",
+        description="Triage pytest-benchmark runs of the perfgate suite. RUN is a JSON file, or "
+        "a run number or name fragment in baselines/<hardware key>/.",
+        epilog="\n\n".join(EXAMPLES.values()),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"perfgate {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    compare = _subparser(commands, "compare", "compare two runs benchmark by benchmark", common)
+    compare.add_argument("run_a", nargs="?", metavar="RUN_A", help="baseline (default: 2nd newest)")
+    compare.add_argument("run_b", nargs="?", metavar="RUN_B", help="current (default: newest)")
+    compare.add_argument(
+        "--filter",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="glob or substring of the benchmark name (repeatable)",
+    )
+    compare.add_argument("--markdown", action="store_true", help="print GitHub markdown")
+    compare.add_argument(
+        "--threshold",
+        type=_percent,
+        default=DEFAULT_TIME_THRESHOLD,
+        metavar="PERCENT",
+        help="smallest change called a regression (10%%)",
+    )
+    compare.add_argument(
+        "--alpha",
+        type=float,
+        default=DEFAULT_ALPHA,
+        help="one-sided Mann-Whitney significance level (default: %(default)s)",
+    )
+
+    history = _subparser(commands, "history", "one benchmark across every saved run", common)
+    history.add_argument("pattern", metavar="PATTERN", help="glob or substring of the name")
+    history.add_argument(
+        "--out",
+        type=Path,
+        default=RESULTS,
+        metavar="DIR",
+        help="folder for the PNG plots (default: %(default)s)",
+    )
+    history.add_argument(
+        "--max-plots",
+        type=int,
+        default=12,
+        metavar="N",
+        help="plot at most N benchmarks (default: %(default)s)",
+    )
+    history.add_argument("--no-plots", action="store_true", help="tables only")
+    history.add_argument("--markdown", action="store_true", help="print GitHub markdown")
+
+    report = _subparser(commands, "report", "markdown report with plots for the lab", common)
+    report.add_argument("runs", nargs="*", metavar="RUN", help="runs to report (default: newest)")
+    report.add_argument(
+        "--out",
+        type=Path,
+        default=RESULTS / "report",
+        metavar="DIR",
+        help="folder for report.md and its PNGs (default: %(default)s)",
+    )
+    report.add_argument("--no-plots", action="store_true", help="markdown only, no matplotlib")
+
+    profile = _subparser(commands, "profile", "one benchmark case under torch.profiler", common)
+    profile.add_argument("test_id", metavar="TEST_ID", help="a pytest id of one benchmark case")
+    profile.add_argument(
+        "--out",
+        type=Path,
+        default=PROFILE_FOLDER,
+        metavar="DIR",
+        help="folder for the tables and traces (default: %(default)s)",
+    )
+    return parser
+
+
+def _compare(args, hardware: Hardware, out) -> int:
+    from perfgate.triage_output import compare_text
+
+    explicit = [a for a in (args.run_a, args.run_b) if a]
+    if len(explicit) == 1:
+        paths = [hardware.resolve(explicit[0]), hardware.run_paths([], 1)[0]]
+    else:
+        paths = hardware.run_paths(explicit, 2)
+    if paths[0].resolve() == paths[1].resolve():
+        raise RunError(f"RUN_A and RUN_B are the same file ({paths[0]}); name two runs")
+    a, b = (read(p) for p in paths)
+    out.write(compare_text(a, b, args.filter, args.threshold, args.alpha, args.markdown))
+    return 0
+
+
+def _history(args, hardware: Hardware, out, err) -> int:
+    from perfgate.triage_output import history_text
+
+    paths = folder_runs(hardware.folder)
+    print(f"reading {len(paths)} runs from {hardware.folder}...", file=err, flush=True)
+    runs = [read(p) for p in paths]
+    plots = None if args.no_plots else args.out
+    out.write(history_text(runs, args.pattern, plots, args.max_plots, args.markdown, err))
+    return 0
+
+
+def _report(args, hardware: Hardware, out, err, argv: Sequence[str]) -> int:
+    from perfgate.report import write_report
+
+    paths = hardware.run_paths(args.runs, 1)
+    print(f"reading {len(paths)} runs...", file=err, flush=True)
+    runs = [read(p) for p in paths]
+    command = shlex.join(["perfgate", *argv])
+    path, pngs = write_report(runs, args.out, not args.no_plots, err, command)
+    print(f"wrote {path} and {len(pngs)} plots", file=out)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:
+    """Run the command line ``argv`` (default: sys.argv[1:]); returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    out, err = out or sys.stdout, err or sys.stderr
+    extra: list[str] = []
+    if "--" in argv:
+        argv, extra = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if extra and args.command != "profile":
+        parser.error("arguments after -- are passed to pytest by `perfgate profile` only")
+    hardware = Hardware(args.baselines, args.hardware)
+    try:
+        if args.command == "compare":
+            return _compare(args, hardware, out)
+        if args.command == "history":
+            return _history(args, hardware, out, err)
+        if args.command == "report":
+            return _report(args, hardware, out, err, argv)
+        from perfgate.profiling import run_profile
+
+        return run_profile(args.test_id, args.out, extra, out, err)
+    except (RunError, BaselineError, PlotsUnavailable) as error:
+        print(f"perfgate {args.command}: error: {error}", file=err)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""``perfgate profile``: one benchmark case under torch.profiler, through the plugin's
+``--perf-profile DIR`` option, which writes DIR/<name>.txt (top operators) and
+DIR/<name>.trace.json (Chrome trace) for each case it runs."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+DEFAULT_FOLDER = Path("perfgate-results/profile")
+TRACE_SUFFIX = ".trace.json"
+PYTEST_USAGE_ERROR = 4  # pytest's exit code for bad arguments, e.g. an unknown option
+PYTEST_NO_TESTS = 5  # pytest's exit code when nothing was collected
+
+
+def pytest_command(test_id: str, folder: Path, extra: Sequence[str] = ()) -> list[str]:
+    """The pytest command line that profiles ``test_id`` into ``folder``."""
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        test_id,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:xdist",
+        "--perf-profile",
+        str(folder),
+        *extra,
+    ]
+
+
+def _files(folder: Path) -> dict[Path, int]:
+    return {p: p.stat().st_mtime_ns for p in folder.iterdir() if p.is_file()}
+
+
+def _no_profile_hint(returncode: int, folder: Path) -> str:
+    if returncode == PYTEST_NO_TESTS:
+        return "no test matched TEST_ID; list the ids with `pytest perf_tests --collect-only -q`"
+    if returncode == PYTEST_USAGE_ERROR:
+        return (
+            "pytest rejected the arguments; check that the perfgate plugin in use has the "
+            "--perf-profile option (perfgate/plugin.py)"
+        )
+    return f"nothing was written to {folder}; see the pytest output above"
+
+
+def run_profile(
+    test_id: str, folder: Path = DEFAULT_FOLDER, extra: Sequence[str] = (), out=None, err=None
+) -> int:
+    """Run pytest on ``test_id`` with --perf-profile, stream its output, then print each
+    operator table written and the trace paths. Returns pytest's exit status."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    before = _files(folder)
+    command = pytest_command(test_id, folder, extra)
+    print(f"running: {shlex.join(command)}", file=err, flush=True)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    )
+    for line in process.stdout:
+        out.write(line)
+        out.flush()
+    returncode = process.wait()
+    written = sorted(p for p, stamp in _files(folder).items() if before.get(p) != stamp)
+    tables = [p for p in written if p.suffix == ".txt"]
+    traces = [p for p in written if p.name.endswith(TRACE_SUFFIX)]
+    for table in tables:
+        print(f"\n=== {table}", file=out)
+        print(table.read_text(encoding="utf-8").rstrip(), file=out)
+    for trace in traces:
+        print(
+            f"Chrome trace: {trace} (open in https://ui.perfetto.dev or chrome://tracing)", file=out
+        )
+    if not tables and not traces:
+        print(f"perfgate: no profile written: {_no_profile_hint(returncode, folder)}", file=err)
+    return returncode

@@ -1,0 +1,126 @@
+"""What the report sections share: benchmark cases labelled by machine, grouping, and figures."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from perfgate.runs import Run
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark of one run, with the label of the machine it ran on."""
+
+    machine: str
+    run: Run
+    benchmark: dict
+
+    @property
+    def info(self) -> dict:
+        return self.benchmark.get("extra_info", {})
+
+    @property
+    def test(self) -> str:
+        """The test function's name: 'test_attention' for 'test_attention[cuda-...]'."""
+        return self.benchmark["name"].split("[", 1)[0]
+
+    @property
+    def device(self) -> str:
+        params = self.benchmark.get("params") or {}
+        return str(self.info.get("device") or params.get("bench_device") or "?")
+
+    @property
+    def where(self) -> str:
+        """'machine (device)', the label of a row or a plot panel."""
+        return f"{self.machine} ({self.device})"
+
+    @property
+    def median(self) -> float:
+        """Median seconds per call."""
+        return float(self.benchmark["stats"]["median"])
+
+    @property
+    def iqr(self) -> float | None:
+        return self.benchmark["stats"].get("iqr")
+
+    @property
+    def fullname(self) -> str:
+        return self.benchmark.get("fullname", self.benchmark["name"])
+
+
+def machine_labels(runs: Sequence[Run]) -> list[str]:
+    """A label per run: its hardware key, with the file name added where two keys are equal."""
+    keys = [run.hardware_key for run in runs]
+    return [
+        key if keys.count(key) == 1 else f"{key} {run.path.stem}"
+        for key, run in zip(keys, runs, strict=True)
+    ]
+
+
+def all_cases(runs: Sequence[Run]) -> list[Case]:
+    labels = machine_labels(runs)
+    return [
+        Case(label, run, benchmark)
+        for label, run in zip(labels, runs, strict=True)
+        for benchmark in run.data["benchmarks"]
+    ]
+
+
+def of_test(cases: Iterable[Case], test: str) -> list[Case]:
+    return [case for case in cases if case.test == test]
+
+
+def grouped(cases: Iterable[Case], key: Callable[[Case], object]) -> dict[object, list[Case]]:
+    """Cases by ``key``, keys and members in first-seen order."""
+    groups: dict[object, list[Case]] = {}
+    for case in cases:
+        groups.setdefault(key(case), []).append(case)
+    return groups
+
+
+def ordered(values: Iterable[object], first: Sequence[object] = ()) -> list[object]:
+    """Distinct values: those in ``first`` (in that order) that occur, then the rest as seen."""
+    seen = list(dict.fromkeys(values))
+    return [v for v in first if v in seen] + [v for v in seen if v not in first]
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "plot"
+
+
+def shape_text(shape: Sequence[int] | None) -> str:
+    return "x".join(map(str, shape)) if shape else "?"
+
+
+def power_of_two(count: int) -> str:
+    """2^25 for 33554432; the plain number otherwise."""
+    exponent = count.bit_length() - 1
+    return f"2^{exponent}" if count > 0 and count == 1 << exponent else f"{count:,}"
+
+
+class Figures:
+    """Draws the report's PNGs into ``folder`` and returns the markdown that shows them.
+
+    With ``enabled`` False nothing is drawn and no markdown is returned, so a report can be
+    written without matplotlib (``--no-plots``).
+    """
+
+    def __init__(self, folder: Path, enabled: bool = True, progress=sys.stderr):
+        self.folder = Path(folder)
+        self.enabled = enabled
+        self.progress = progress
+        self.written: list[Path] = []
+
+    def draw(self, name: str, alt: str, plot: Callable[..., Path], *args, **kwargs) -> list[str]:
+        """Call ``plot(path, *args, **kwargs)`` for ``folder/name``; the image's markdown lines."""
+        if not self.enabled:
+            return []
+        path = self.folder / name
+        if self.progress is not None:
+            print(f"plotting {path}", file=self.progress)
+        self.written.append(plot(path, *args, **kwargs))
+        return [f"![{alt}]({name})", ""]

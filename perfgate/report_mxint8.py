@@ -1,0 +1,266 @@
+"""Report section 3a-3b, MXINT8 speed: dequantization bandwidth against the copy roofline and
+the CuTe kernel, and a Linear layer with dense vs MXINT8 weights."""
+
+from __future__ import annotations
+
+from perfgate import plots
+from perfgate.report_common import (
+    Case,
+    Figures,
+    grouped,
+    of_test,
+    ordered,
+    power_of_two,
+    shape_text,
+    slug,
+)
+from perfgate.tables import MISSING, fmt_bytes, fmt_percent, fmt_rate, fmt_ratio, fmt_time, render
+
+# mase-cuda's CuTe dequantization kernel on one H100: 0.64 TB/s effective at 2^25 elements,
+# group 32 or 128 (MXINT8.md). A figure from the specification, comparable on H100s only.
+CUTE_H100_GBPS = 640.0
+CUTE_ELEMENTS = 2**25
+DEQUANT_ORDER = ["triton", "reference_compiled", "reference"]
+LINEAR_BASE = "dense"
+
+
+def rate_unit(cases: list[Case]) -> str:
+    """TB/s where some figure passes 1 TB/s, else GB/s."""
+    top = max((c.info.get("gbps") or 0.0 for c in cases), default=0.0)
+    return "TB/s" if top >= 1000 else "GB/s"
+
+
+def _cute_applies(case: Case) -> bool:
+    return case.device == "cuda" and "H100" in case.run.hardware_key
+
+
+def _dequant_table(members: list[Case], unit: str) -> tuple[list[str], dict]:
+    impls = ordered((str(c.info.get("implementation")) for c in members), first=DEQUANT_ORDER)
+    cells = {(c.info.get("elements"), str(c.info.get("implementation"))): c for c in members}
+    sizes = sorted({c.info.get("elements") for c in members})
+    copy = {c.info.get("elements"): c.info.get("copy_gbps") for c in members}
+    moved = {c.info.get("elements"): c.info.get("min_bytes") for c in members}
+    rows = []
+    for size in sizes:
+        row = [power_of_two(size), fmt_bytes(moved[size]), fmt_rate(copy[size], unit)]
+        for impl in impls:
+            case = cells.get((size, impl))
+            gbps = case.info.get("gbps") if case else None
+            fraction = case.info.get("fraction_of_copy") if case else None
+            row.append(
+                MISSING if gbps is None else f"{fmt_rate(gbps, unit)} ({fmt_percent(fraction)})"
+            )
+        rows.append(row)
+    headers = ["elements", "bytes moved", "copy roofline", *(f"{i} (% of copy)" for i in impls)]
+    panel = dict(
+        sizes=sizes,
+        copy=[copy[s] for s in sizes],
+        series={
+            i: [cells[(s, i)].info.get("gbps") if (s, i) in cells else None for s in sizes]
+            for i in impls
+        },
+    )
+    return [render(headers, rows, markdown=True), ""], panel
+
+
+def _dequant_findings(members: list[Case], unit: str) -> list[str]:
+    lines = []
+    largest = max(c.info.get("elements", 0) for c in members)
+    at_largest = {c.info["implementation"]: c for c in members if c.info.get("elements") == largest}
+    for impl, case in at_largest.items():
+        fraction = case.info.get("fraction_of_copy")
+        if fraction is not None:
+            rate = fmt_rate(case.info.get("gbps"), unit)
+            lines.append(
+                f"- {power_of_two(largest)} elements: {impl} at {fmt_percent(fraction)} of the "
+                f"copy roofline ({rate})"
+            )
+    kernel = at_largest.get("triton")
+    if kernel is not None and "reference_compiled" in at_largest:
+        ratio = at_largest["reference_compiled"].median / kernel.median
+        lines.append(
+            f"- the Triton kernel is {fmt_ratio(ratio)} faster than the PyTorch reference under "
+            "torch.compile at that size"
+        )
+    triton = [c for c in members if c.info.get("implementation") == "triton" and c.info.get("gbps")]
+    if triton and _cute_applies(triton[0]):
+        near = min(
+            triton,
+            key=lambda c: (
+                abs(c.info["elements"].bit_length() - CUTE_ELEMENTS.bit_length()),
+                c.info.get("group_size") != 32,
+            ),
+        )
+        lines.append(
+            f"- CuTe kernel of mase-cuda on an H100: {fmt_rate(CUTE_H100_GBPS, unit)} at "
+            f"{power_of_two(CUTE_ELEMENTS)} elements (MXINT8.md); the Triton kernel here moves "
+            f"{fmt_rate(near.info['gbps'], unit)} at {power_of_two(near.info['elements'])}, "
+            f"{fmt_ratio(near.info['gbps'] / CUTE_H100_GBPS)} the CuTe figure"
+        )
+    if any((c.info.get("fraction_of_copy") or 0) > 1.05 for c in members):
+        lines.append(
+            "- fractions above 100 % appear where a call lasts only microseconds: the copy "
+            "roofline is timed one call at a time, the kernels as a replayed CUDA graph, so they "
+            "do not carry the same launch overhead; read the large sizes against the roofline"
+        )
+    return lines + [""]
+
+
+def dequant_section(cases: list[Case], figures: Figures) -> list[str]:
+    dequant = of_test(cases, "test_dequantize")
+    if not dequant:
+        return []
+    lines = [
+        "### 3a. Dequantization bandwidth against the copy roofline",
+        "",
+        "Effective bandwidth counts the minimum traffic (1 byte read and 2 written per element, "
+        "1 byte per group); the roofline is a device-to-device copy of the same number of bytes "
+        "measured in the same run. In brackets: the fraction of that roofline reached.",
+        "",
+    ]
+    for where, members in grouped(dequant, lambda c: c.where).items():
+        unit = rate_unit(members)
+        panels = []
+        for group_size, group in grouped(members, lambda c: c.info.get("group_size")).items():
+            table, panel = _dequant_table(group, unit)
+            lines += [f"**{where}, group size {group_size}**", "", *table]
+            if _cute_applies(group[0]):
+                label = (
+                    f"CuTe kernel on H100: {fmt_rate(CUTE_H100_GBPS, 'TB/s')} at 2^25 (MXINT8.md)"
+                )
+                panel["reference"] = (label, CUTE_H100_GBPS)
+            panels.append(dict(panel, title=f"group size {group_size}"))
+        lines += _dequant_findings(members, unit)
+        lines += figures.draw(
+            f"dequant_{slug(where)}.png",
+            f"dequantization bandwidth, {where}",
+            plots.bandwidth_plot,
+            f"MXINT8 dequantization bandwidth, {where}",
+            panels,
+            unit,
+        )
+    return lines
+
+
+def _linear_key(case: Case) -> tuple:
+    return shape_text(case.info.get("weight_shape")), case.info.get("batch"), case.info.get("dtype")
+
+
+def _linear_tables(members: list[Case], copy_gbps: float | None) -> list[str]:
+    impls = ordered((str(c.info.get("implementation")) for c in members), first=[LINEAR_BASE])
+    cells = {(_linear_key(c), str(c.info.get("implementation"))): c for c in members}
+    rows = []
+    for key in ordered(_linear_key(c) for c in members):
+        base = cells.get((key, LINEAR_BASE))
+        row = [*key]
+        for impl in impls:
+            case = cells.get((key, impl))
+            row.append(MISSING if case is None else fmt_time(case.median))
+            if case is not None and base is not None and impl != LINEAR_BASE:
+                row[-1] += f" ({fmt_ratio(case.median / base.median)})"
+        rows.append(row)
+    labels = [i if i == LINEAR_BASE else f"{i} (time / {LINEAR_BASE})" for i in impls]
+    time_table = render(["weight N x K", "batch", "activations", *labels], rows, markdown=True)
+    storage_rows = []
+    by_storage = grouped(
+        members,
+        lambda c: (_linear_key(c)[0], c.info.get("implementation"), c.info.get("storage_bytes")),
+    )
+    for (shape, impl, stored), group in by_storage.items():
+        dtypes = ", ".join(ordered(str(c.info.get("dtype")) for c in group))
+        peaks = [c.info["forward_peak_bytes"] for c in group if c.info.get("forward_peak_bytes")]
+        peak = f"{fmt_bytes(min(peaks))} - {fmt_bytes(max(peaks))}" if peaks else "not measured"
+        floor = fmt_time(stored / (copy_gbps * 1e9)) if stored and copy_gbps else MISSING
+        storage_rows.append([shape, f"{impl} ({dtypes})", fmt_bytes(stored), peak, floor])
+    storage_headers = [
+        "weight N x K",
+        "implementation (activations)",
+        "stored weight + bias",
+        "transient bytes of one forward",
+        "read once at copy bandwidth",
+    ]
+    return [
+        time_table,
+        "",
+        render(storage_headers, storage_rows, markdown=True),
+        "",
+    ]
+
+
+def linear_section(cases: list[Case]) -> list[str]:
+    linear = of_test(cases, "test_linear")
+    if not linear:
+        return []
+    lines = [
+        "### 3b. A Linear layer: dense weights vs MXINT8 weights",
+        "",
+        "Median device time per call; in brackets the time relative to the dense layer with the "
+        "same activations (above 1x: slower). MXINT8 here dequantizes the whole weight to bf16 "
+        "on every call, then runs F.linear, like the lab's layer: it saves weight memory, and "
+        "its time is the dense time plus a dequantization. The last column of the second table "
+        "is the floor for a layer that reads its stored weight once at the copy bandwidth "
+        "measured in the same run (the largest copy of section 3a).",
+        "",
+    ]
+    for where, members in grouped(linear, lambda c: c.where).items():
+        same = [c for c in of_test(cases, "test_dequantize") if c.where == where]
+        copy = max((c.info.get("copy_gbps") or 0.0 for c in same), default=0.0) or None
+        lines += [f"**{where}**", "", *_linear_tables(members, copy)]
+    return lines
+
+
+def headline(cases: list[Case]) -> list[str]:
+    return dequant_headline(cases) + linear_headline(cases)
+
+
+def linear_headline(cases: list[Case]) -> list[str]:
+    """Per machine and implementation: the range of its time relative to the dense layer."""
+    lines = []
+    for where, members in grouped(of_test(cases, "test_linear"), lambda c: c.where).items():
+        dense = {
+            _linear_key(c): c.median for c in members if c.info.get("implementation") == LINEAR_BASE
+        }
+        ratios: dict[str, list[float]] = {}
+        for case in members:
+            if case.info.get("implementation") != LINEAR_BASE and _linear_key(case) in dense:
+                ratio = case.median / dense[_linear_key(case)]
+                ratios.setdefault(str(case.info.get("implementation")), []).append(ratio)
+        spans = [f"{impl} {fmt_ratio(min(r))} to {fmt_ratio(max(r))}" for impl, r in ratios.items()]
+        if spans:
+            lines.append(
+                f"- **Linear layer, {where}:** time relative to dense weights (same activations, "
+                f"all shapes and batches): {'; '.join(spans)}."
+            )
+    return lines
+
+
+def dequant_headline(cases: list[Case]) -> list[str]:
+    """Per machine: the Triton kernel at its largest size against copy, compiled and CuTe."""
+    lines = []
+    for where, members in grouped(of_test(cases, "test_dequantize"), lambda c: c.where).items():
+        kernel = [c for c in members if c.info.get("implementation") == "triton"]
+        kernel = [c for c in kernel if c.info.get("fraction_of_copy") is not None]
+        if not kernel:
+            continue
+        unit = rate_unit(members)
+        top = max(kernel, key=lambda c: (c.info["elements"], c.info.get("group_size") == 32))
+        size, group = top.info["elements"], top.info.get("group_size")
+        text = (
+            f"- **MXINT8 dequantization, {where}:** the Triton kernel reaches "
+            f"{fmt_percent(top.info['fraction_of_copy'])} of the copy roofline at "
+            f"{power_of_two(size)} elements, group {group} ({fmt_rate(top.info['gbps'], unit)})"
+        )
+        compiled = [
+            c
+            for c in members
+            if c.info.get("implementation") == "reference_compiled"
+            and (c.info.get("elements"), c.info.get("group_size")) == (size, group)
+        ]
+        if compiled:
+            text += (
+                f", {fmt_ratio(compiled[0].median / top.median)} faster than the compiled reference"
+            )
+        if _cute_applies(top):
+            text += f", {fmt_ratio(top.info['gbps'] / CUTE_H100_GBPS)} the CuTe kernel's 0.64 TB/s"
+        lines.append(text + ".")
+    return lines

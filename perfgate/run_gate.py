@@ -1,0 +1,216 @@
+"""The noise-aware gate over one pytest run (``--perf-gate``).
+
+After the benchmarks ran, each is compared with the baseline run that pytest-benchmark loaded for
+``--benchmark-compare`` (per-round samples, same-run ratios, peak memory). What looks slower is
+re-run once; only what fails again is a confirmed regression and fails the run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from perfgate.gate import BenchmarkPair, GateResult, RatioPair, Thresholds, Verdict, gate_results
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One benchmark of one run: per-round seconds per call, parameters and extra facts."""
+
+    fullname: str
+    samples: list[float]
+    params: dict = field(default_factory=dict)
+    extra_info: dict = field(default_factory=dict)
+
+    @property
+    def test(self) -> str:
+        """The test function's name: ``test_attention`` for ``...::test_attention[cuda-...]``."""
+        return self.fullname.split("::")[-1].split("[")[0]
+
+    @property
+    def median(self) -> float:
+        ordered = sorted(self.samples)
+        middle = len(ordered) // 2
+        return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def measured_from_session(benchmarks: Iterable) -> dict[str, Measured]:
+    """pytest-benchmark's in-memory results (Metadata objects) by fullname; the last one wins."""
+    measured = {}
+    for bench in benchmarks:
+        if bench and not bench.has_error:
+            measured[bench.fullname] = Measured(
+                bench.fullname, list(bench.stats.data), dict(bench.params or {}), bench.extra_info
+            )
+    return measured
+
+
+def measured_from_run(benchmarks: Iterable[dict]) -> dict[str, Measured]:
+    """A saved run's benchmarks by fullname. Without per-round data the median stands alone."""
+    measured = {}
+    for bench in benchmarks:
+        stats = bench.get("stats", {})
+        samples = stats.get("data") or [stats["median"]]
+        measured[bench["fullname"]] = Measured(
+            bench["fullname"], samples, bench.get("params") or {}, bench.get("extra_info") or {}
+        )
+    return measured
+
+
+@dataclass(frozen=True)
+class RatioRule:
+    """A ratio of two benchmarks of one test that differ only in ``key`` (same run).
+
+    With ``higher_is_better`` the ratio is reference / this (a speedup over the reference),
+    else this / reference (a relative latency, e.g. MXINT8 over dense).
+    """
+
+    name: str
+    test: str
+    key: str
+    reference: str
+    higher_is_better: bool
+
+
+RATIO_RULES = (
+    RatioRule("speedup of compiled over eager", "test_resnet18_steady", "mode", "eager", True),
+    RatioRule("speedup over naive attention", "test_attention", "implementation", "naive", True),
+    RatioRule("latency relative to dense", "test_linear", "implementation", "dense", False),
+    RatioRule("latency relative to fp32", "test_encoder", "variant", "fp32", False),
+)
+# extra_info fields that are already same-run ratios (higher is better)
+RATIO_FIELDS = {"fraction_of_copy": "fraction of the copy roofline"}
+
+
+def _context(measured: Measured, key: str) -> str:
+    others = {k: v for k, v in measured.params.items() if k != key}
+    return json.dumps(others, sort_keys=True, default=str)
+
+
+def same_run_ratios(run: dict[str, Measured]) -> dict[str, list[tuple[str, float, bool, str]]]:
+    """Ratios per benchmark: ``{fullname: [(name, value, higher_is_better, partner fullname)]}``.
+
+    The partner is the reference benchmark the ratio divides by ("" for stored ratio fields).
+    """
+    ratios: dict[str, list] = {}
+    for rule in RATIO_RULES:
+        cases = [m for m in run.values() if m.test == rule.test and rule.key in m.params]
+        references = {
+            _context(m, rule.key): m for m in cases if m.params[rule.key] == rule.reference
+        }
+        for m in cases:
+            reference = references.get(_context(m, rule.key))
+            if reference is None or m is reference:
+                continue
+            value = (
+                reference.median / m.median
+                if rule.higher_is_better
+                else m.median / reference.median
+            )
+            ratios.setdefault(m.fullname, []).append(
+                (rule.name, value, rule.higher_is_better, reference.fullname)
+            )
+    for m in run.values():
+        for field_name, label in RATIO_FIELDS.items():
+            value = m.extra_info.get(field_name)
+            if isinstance(value, int | float) and value > 0:
+                ratios.setdefault(m.fullname, []).append((label, float(value), True, ""))
+    return ratios
+
+
+PEAK_FIELDS = ("peak_bytes", "forward_peak_bytes")
+# MEASURE.md: when the host enqueues no faster than the GPU runs, per-call time follows host
+# jitter; such a case is reported, never gated on device-time noise.
+HOST_BOUND_REASON = "host-bound (host enqueue >= 80 % of device time): its time follows host jitter"
+
+
+def _peak_bytes(baseline: Measured, current: Measured) -> tuple[int, int] | None:
+    for name in PEAK_FIELDS:
+        before, now = baseline.extra_info.get(name), current.extra_info.get(name)
+        if isinstance(before, int) and isinstance(now, int):
+            return before, now
+    return None
+
+
+@dataclass(frozen=True)
+class GateInputs:
+    """Everything the gate needs about one run besides the measurements."""
+
+    families: dict[str, tuple[str | None, float | None]]  # fullname -> (family, threshold)
+    thresholds: Thresholds
+    untrusted: str | None = None
+
+
+def pairs_for(
+    baseline: dict[str, Measured],
+    current: dict[str, Measured],
+    inputs: GateInputs,
+    confirmation: dict[str, Measured] | None = None,
+) -> list[BenchmarkPair]:
+    """One ``BenchmarkPair`` per benchmark on either side, with ratios and peak memory."""
+    confirmation = confirmation or {}
+    baseline_ratios = same_run_ratios(baseline)
+    current_ratios = same_run_ratios(current)
+    confirmed_run = {**current, **confirmation}
+    confirmed_ratios = same_run_ratios(confirmed_run) if confirmation else {}
+    pairs = []
+    for name in sorted(set(baseline) | set(current)):
+        before, now = baseline.get(name), current.get(name)
+        family, threshold = inputs.families.get(name, (None, None))
+        ratios, peak = [], None
+        if before is not None and now is not None:
+            ratios = _ratio_pairs(
+                baseline_ratios.get(name, []),
+                current_ratios.get(name, []),
+                confirmed_ratios.get(name, []),
+            )
+            peak = _peak_bytes(before, now)
+        again = confirmation.get(name)
+        host_bound = any(m is not None and m.extra_info.get("host_bound") for m in (before, now))
+        pairs.append(
+            BenchmarkPair(
+                name=name,
+                baseline=before.samples if before else None,
+                current=now.samples if now else None,
+                family=family,
+                confirmation=again.samples if again else None,
+                threshold=threshold,
+                peak_bytes=peak,
+                ratios=ratios,
+                untrusted=HOST_BOUND_REASON if host_bound else None,
+            )
+        )
+    return pairs
+
+
+def _ratio_pairs(before: list, now: list, again: list) -> list[RatioPair]:
+    old = {name: value for name, value, _, _ in before}
+    repeat = {name: value for name, value, _, _ in again}
+    return [
+        RatioPair(name, old[name], value, repeat.get(name), higher_is_better)
+        for name, value, higher_is_better, _ in now
+        if name in old
+    ]
+
+
+def rerun_names(results: list[GateResult], current: dict[str, Measured]) -> set[str]:
+    """Benchmarks to re-run: each flagged one, plus the references its ratios divide by."""
+    flagged = {r.name for r in results if r.verdict is Verdict.UNCONFIRMED}
+    partners = {
+        partner
+        for name in flagged
+        for _, _, _, partner in same_run_ratios(current).get(name, [])
+        if partner
+    }
+    return flagged | partners
+
+
+def run_gate(
+    baseline: dict[str, Measured],
+    current: dict[str, Measured],
+    inputs: GateInputs,
+    confirmation: dict[str, Measured] | None = None,
+) -> list[GateResult]:
+    pairs = pairs_for(baseline, current, inputs, confirmation)
+    return gate_results(pairs, inputs.thresholds, inputs.untrusted)

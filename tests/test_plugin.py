@@ -1,0 +1,97 @@
+"""End-to-end tests of the perfgate pytest plugin with pytester: baselines, compare, the gate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+# A benchmark whose duration the test controls: a busy wait ends at its deadline whatever else
+# the machine does, so the durations are stable even on a loaded 2-core CI machine.
+BENCHMARK = """
+import os, time
+
+def work():
+    deadline = time.perf_counter() + float(os.environ["PERFGATE_WORK_SECONDS"])
+    while time.perf_counter() < deadline:
+        pass
+
+def test_work(benchmark):
+    benchmark.pedantic(work, rounds=20, iterations=1, warmup_rounds=1)
+"""
+
+
+@pytest.fixture
+def bench_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    pytester.makepyfile(test_bench=BENCHMARK)
+    monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.002")
+    return pytester
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("-p", "perfgate.plugin", "-p", "no:cacheprovider", *args)
+
+
+def saved_runs(pytester: pytest.Pytester) -> list[Path]:
+    return sorted((pytester.path / "baselines").rglob("*.json"))
+
+
+def test_compare_without_baseline_says_how_to_record_one_and_passes(bench_project):
+    result = run(bench_project, "--benchmark-compare", "--benchmark-compare-fail=median:10%")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*no baseline for this hardware*--benchmark-save=baseline*"])
+
+
+def test_saving_twice_keeps_both_runs_under_the_hardware_key(bench_project):
+    assert run(bench_project, "--benchmark-save=first").ret == 0
+    assert run(bench_project, "--benchmark-save=second").ret == 0
+    runs = saved_runs(bench_project)
+    assert [p.name for p in runs] == ["0001_first.json", "0002_second.json"]
+    saved = json.loads(runs[0].read_text())
+    assert len(saved["benchmarks"][0]["stats"]["data"]) == 20  # per-round data is kept
+    assert saved["machine_info"]["perfgate"]["hardware_key"] == runs[0].parent.parent.name
+
+
+def test_corrupt_baseline_is_an_error_naming_the_file(bench_project):
+    assert run(bench_project, "--benchmark-save=good").ret == 0
+    corrupt = saved_runs(bench_project)[0].with_name("0002_truncated.json")
+    corrupt.write_text('{"benchmarks": [')
+    result = run(bench_project, "--benchmark-compare")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*0002_truncated.json is not valid JSON*"])
+
+
+def test_gate_fails_a_2x_slowdown_and_passes_an_unchanged_run(bench_project, monkeypatch):
+    assert run(bench_project, "--benchmark-save=baseline").ret == 0
+
+    monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.004")
+    slowed = run(bench_project, "--perf-gate")
+    assert slowed.ret == pytest.ExitCode.TESTS_FAILED
+    slowed.stdout.fnmatch_lines(
+        ["*re-running 1 benchmarks to confirm*", "*Confirmed regressions*", "*test_work*+1*%*"]
+    )
+    report = (bench_project.path / "perfgate-results" / "gate.md").read_text()
+    assert "## Confirmed regressions" in report and "test_work" in report
+
+    monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.002")
+    unchanged = run(bench_project, "--perf-gate")
+    assert unchanged.ret == 0
+    unchanged.stdout.fnmatch_lines(["*perfgate gate against*1 unchanged*"])
+
+
+def test_gate_threshold_marker_beats_the_default(bench_project, monkeypatch):
+    bench_project.makepyfile(
+        test_bench=BENCHMARK.replace(
+            "def test_work", "import pytest\n@pytest.mark.perfgate(threshold=0.9)\ndef test_work"
+        )
+    )
+    assert run(bench_project, "--benchmark-save=baseline").ret == 0
+    monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.003")  # 50 % slower, under the 90 % marker
+    assert run(bench_project, "--perf-gate").ret == 0
+
+
+def test_bad_gate_threshold_is_a_usage_error(bench_project):
+    result = run(bench_project, "--perf-gate", "--perf-gate-threshold=fast")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--perf-gate-threshold 'fast'*FAMILY=FRACTION*"])
