@@ -164,6 +164,7 @@ def pairs_for(
                 baseline_ratios.get(name, []),
                 current_ratios.get(name, []),
                 confirmed_ratios.get(name, []),
+                threshold,
             )
             peak = _peak_bytes(before, now)
         again = confirmation.get(name)
@@ -184,11 +185,12 @@ def pairs_for(
     return pairs
 
 
-def _ratio_pairs(before: list, now: list, again: list) -> list[RatioPair]:
+def _ratio_pairs(before: list, now: list, again: list, threshold: float | None) -> list[RatioPair]:
+    """Ratios on both sides; a test's own threshold marker applies to its ratios too."""
     old = {name: value for name, value, _, _ in before}
     repeat = {name: value for name, value, _, _ in again}
     return [
-        RatioPair(name, old[name], value, repeat.get(name), higher_is_better)
+        RatioPair(name, old[name], value, repeat.get(name), higher_is_better, threshold)
         for name, value, higher_is_better, _ in now
         if name in old
     ]

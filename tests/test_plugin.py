@@ -26,6 +26,9 @@ def test_work(benchmark):
 def bench_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     pytester.makepyfile(test_bench=BENCHMARK)
     monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.002")
+    # under pytest-xdist the inner pytest would inherit these and disable its benchmarks
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
     return pytester
 
 
