@@ -18,6 +18,7 @@ from perfgate.gate import DEFAULT_ALPHA, DEFAULT_TIME_THRESHOLD
 from perfgate.plots import PlotsUnavailable
 from perfgate.profiling import DEFAULT_FOLDER as PROFILE_FOLDER
 from perfgate.runs import (
+    SAVE_HINT,
     RunError,
     default_baselines_root,
     folder_runs,
@@ -28,18 +29,18 @@ from perfgate.runs import (
 
 RESULTS = Path("perfgate-results")
 EXAMPLES = {
-    "compare": """examples:
+    "compare": """\
   perfgate compare                          # the newest two runs of this hardware
   perfgate compare 0003 0004 --filter sdpa  # runs 3 and 4, attention benchmarks only
   perfgate compare old.json new.json --markdown > compare.md""",
-    "history": """examples:
+    "history": """\
   perfgate history 'test_attention[cuda-32x8x128x64-flash-fp16]'
   perfgate history 'test_dequantize*triton-32]' --hardware NVIDIA-H100-80GB-HBM3 --out plots/""",
-    "report": """examples:
+    "report": """\
   perfgate report                           # the newest run of this hardware
   perfgate report baselines/NVIDIA-H100-80GB-HBM3/*/0001_h100-full.json \\
       baselines/AMD-EPYC-2cores/*/0001_cpu-default.json --out docs/report""",
-    "profile": """examples:
+    "profile": """\
   perfgate profile 'perf_tests/test_sdpa.py::test_attention[cpu-32x8x128x64-naive-fp32]'
   perfgate profile 'perf_tests/test_sdpa.py::test_attention[cuda-32x8x128x64-flash-fp16]' \\
       --out prof/ -- --device cuda     # arguments after -- go to pytest""",
@@ -71,8 +72,8 @@ class Hardware:
         runs = folder_runs(self.folder)
         if len(runs) < newest:
             raise RunError(
-                f"only {len(runs)} saved run in {self.folder}; name the runs to use "
-                "(a path, or a run number such as 0001)"
+                f"only {len(runs)} saved run in {self.folder}; name the runs to compare (a path, "
+                f"or a run number such as 0001), or {SAVE_HINT}"
             )
         return runs[-newest:]
 
@@ -85,14 +86,14 @@ def _percent(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from error
 
 
-def _subparser(commands, name: str, summary: str, common) -> argparse.ArgumentParser:
+def _subparser(commands, name: str, summary: str, parents=()) -> argparse.ArgumentParser:
     return commands.add_parser(
         name,
         help=summary,
         description=summary,
-        epilog=EXAMPLES[name],
+        epilog="examples:\n" + EXAMPLES[name],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        parents=[common],
+        parents=list(parents),
     )
 
 
@@ -105,15 +106,19 @@ def build_parser() -> argparse.ArgumentParser:
         prog="perfgate",
         description="Triage pytest-benchmark runs of the perfgate suite. RUN is a JSON file, or "
         "a run number or name fragment in baselines/<hardware key>/.",
-        epilog="\n\n".join(EXAMPLES.values()),
+        epilog="examples:\n" + "\n".join(EXAMPLES.values()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"perfgate {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    compare = _subparser(commands, "compare", "compare two runs benchmark by benchmark", common)
-    compare.add_argument("run_a", nargs="?", metavar="RUN_A", help="baseline (default: 2nd newest)")
-    compare.add_argument("run_b", nargs="?", metavar="RUN_B", help="current (default: newest)")
+    compare = _subparser(commands, "compare", "compare two runs benchmark by benchmark", [common])
+    compare.add_argument(
+        "run_a", nargs="?", metavar="RUN_A", help="baseline (default: the 2nd newest run)"
+    )
+    compare.add_argument(
+        "run_b", nargs="?", metavar="RUN_B", help="current (default: the newest run)"
+    )
     compare.add_argument(
         "--filter",
         action="append",
@@ -127,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_percent,
         default=DEFAULT_TIME_THRESHOLD,
         metavar="PERCENT",
-        help="smallest change called a regression (10%%)",
+        help="smallest change called a regression or improvement (default: 10%%)",
     )
     compare.add_argument(
         "--alpha",
@@ -136,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="one-sided Mann-Whitney significance level (default: %(default)s)",
     )
 
-    history = _subparser(commands, "history", "one benchmark across every saved run", common)
+    history = _subparser(commands, "history", "one benchmark across every saved run", [common])
     history.add_argument("pattern", metavar="PATTERN", help="glob or substring of the name")
     history.add_argument(
         "--out",
@@ -155,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("--no-plots", action="store_true", help="tables only")
     history.add_argument("--markdown", action="store_true", help="print GitHub markdown")
 
-    report = _subparser(commands, "report", "markdown report with plots for the lab", common)
+    report = _subparser(commands, "report", "markdown report with plots for the lab", [common])
     report.add_argument("runs", nargs="*", metavar="RUN", help="runs to report (default: newest)")
     report.add_argument(
         "--out",
@@ -166,7 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("--no-plots", action="store_true", help="markdown only, no matplotlib")
 
-    profile = _subparser(commands, "profile", "one benchmark case under torch.profiler", common)
+    profile = _subparser(commands, "profile", "one benchmark case under torch.profiler")
+    profile.usage = "perfgate profile [-h] [--out DIR] TEST_ID [-- PYTEST_ARG ...]"
     profile.add_argument("test_id", metavar="TEST_ID", help="a pytest id of one benchmark case")
     profile.add_argument(
         "--out",
@@ -178,7 +184,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _compare(args, hardware: Hardware, out) -> int:
+def _reading(paths: Sequence[Path], err, where: str = "") -> None:
+    noun = "run" if len(paths) == 1 else "runs"
+    print(f"reading {len(paths)} {noun}{where}...", file=err, flush=True)
+
+
+def _compare(args, hardware: Hardware, out, err) -> int:
     from perfgate.triage_output import compare_text
 
     explicit = [a for a in (args.run_a, args.run_b) if a]
@@ -188,6 +199,7 @@ def _compare(args, hardware: Hardware, out) -> int:
         paths = hardware.run_paths(explicit, 2)
     if paths[0].resolve() == paths[1].resolve():
         raise RunError(f"RUN_A and RUN_B are the same file ({paths[0]}); name two runs")
+    _reading(paths, err)
     a, b = (read(p) for p in paths)
     out.write(compare_text(a, b, args.filter, args.threshold, args.alpha, args.markdown))
     return 0
@@ -197,7 +209,7 @@ def _history(args, hardware: Hardware, out, err) -> int:
     from perfgate.triage_output import history_text
 
     paths = folder_runs(hardware.folder)
-    print(f"reading {len(paths)} runs from {hardware.folder}...", file=err, flush=True)
+    _reading(paths, err, f" from {hardware.folder}")
     runs = [read(p) for p in paths]
     plots = None if args.no_plots else args.out
     out.write(history_text(runs, args.pattern, plots, args.max_plots, args.markdown, err))
@@ -208,7 +220,7 @@ def _report(args, hardware: Hardware, out, err, argv: Sequence[str]) -> int:
     from perfgate.report import write_report
 
     paths = hardware.run_paths(args.runs, 1)
-    print(f"reading {len(paths)} runs...", file=err, flush=True)
+    _reading(paths, err)
     runs = [read(p) for p in paths]
     command = shlex.join(["perfgate", *argv])
     path, pngs = write_report(runs, args.out, not args.no_plots, err, command)
@@ -227,10 +239,10 @@ def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:
     args = parser.parse_args(argv)
     if extra and args.command != "profile":
         parser.error("arguments after -- are passed to pytest by `perfgate profile` only")
-    hardware = Hardware(args.baselines, args.hardware)
+    hardware = Hardware(getattr(args, "baselines", None), getattr(args, "hardware", None))
     try:
         if args.command == "compare":
-            return _compare(args, hardware, out)
+            return _compare(args, hardware, out, err)
         if args.command == "history":
             return _history(args, hardware, out, err)
         if args.command == "report":

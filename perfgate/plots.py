@@ -151,8 +151,9 @@ def compile_curve_plot(path: Path, panels: Sequence[dict]) -> Path:
                 ns,
                 [compile_s / n + steady for n in ns],
                 ":",
-                color="tab:orange",
-                label="compiled model: compile / n + steady",
+                color="black",
+                linewidth=1,
+                label="compiled, modelled: compile time / n + steady time",
             )
         if panel.get("eager_steady_s"):
             ax.axhline(

@@ -7,7 +7,6 @@ the specification's (the theoretical 74.2 % and the CuTe kernel's 0.64 TB/s).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -98,7 +97,7 @@ def write_report(
     runs: Sequence[Run],
     folder: Path,
     plots: bool = True,
-    progress=sys.stderr,
+    progress=None,
     command: str | None = None,
 ) -> tuple[Path, list[Path]]:
     """Write ``folder/report.md`` and its PNGs; returns the report's path and the PNG paths."""

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from perfgate.runs import Run
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -74,11 +77,11 @@ def of_test(cases: Iterable[Case], test: str) -> list[Case]:
     return [case for case in cases if case.test == test]
 
 
-def grouped(cases: Iterable[Case], key: Callable[[Case], object]) -> dict[object, list[Case]]:
-    """Cases by ``key``, keys and members in first-seen order."""
-    groups: dict[object, list[Case]] = {}
-    for case in cases:
-        groups.setdefault(key(case), []).append(case)
+def grouped(items: Iterable[T], key: Callable[[T], Hashable]) -> dict[Hashable, list[T]]:
+    """Items (cases, table rows) by ``key``, keys and members in first-seen order."""
+    groups: dict[Hashable, list[T]] = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
     return groups
 
 
@@ -109,10 +112,10 @@ class Figures:
     written without matplotlib (``--no-plots``).
     """
 
-    def __init__(self, folder: Path, enabled: bool = True, progress=sys.stderr):
+    def __init__(self, folder: Path, enabled: bool = True, progress=None):
         self.folder = Path(folder)
         self.enabled = enabled
-        self.progress = progress
+        self.progress = progress if progress is not None else sys.stderr
         self.written: list[Path] = []
 
     def draw(self, name: str, alt: str, plot: Callable[..., Path], *args, **kwargs) -> list[str]:

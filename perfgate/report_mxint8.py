@@ -66,14 +66,21 @@ def _dequant_table(members: list[Case], unit: str) -> tuple[list[str], dict]:
 def _dequant_findings(members: list[Case], unit: str) -> list[str]:
     lines = []
     largest = max(c.info.get("elements", 0) for c in members)
-    at_largest = {c.info["implementation"]: c for c in members if c.info.get("elements") == largest}
-    for impl, case in at_largest.items():
+    groups = {c.info.get("group_size") for c in members}
+    group = 32 if 32 in groups else min(groups)
+    at_largest = {
+        str(c.info.get("implementation")): c
+        for c in members
+        if (c.info.get("elements"), c.info.get("group_size")) == (largest, group)
+    }
+    for impl in ordered(at_largest, first=DEQUANT_ORDER):
+        case = at_largest[impl]
         fraction = case.info.get("fraction_of_copy")
         if fraction is not None:
             rate = fmt_rate(case.info.get("gbps"), unit)
             lines.append(
-                f"- {power_of_two(largest)} elements: {impl} at {fmt_percent(fraction)} of the "
-                f"copy roofline ({rate})"
+                f"- {power_of_two(largest)} elements, group {group}: {impl} at "
+                f"{fmt_percent(fraction)} of the copy roofline ({rate})"
             )
     kernel = at_largest.get("triton")
     if kernel is not None and "reference_compiled" in at_largest:
@@ -194,12 +201,14 @@ def linear_section(cases: list[Case]) -> list[str]:
     lines = [
         "### 3b. A Linear layer: dense weights vs MXINT8 weights",
         "",
-        "Median device time per call; in brackets the time relative to the dense layer with the "
-        "same activations (above 1x: slower). MXINT8 here dequantizes the whole weight to bf16 "
-        "on every call, then runs F.linear, like the lab's layer: it saves weight memory, and "
-        "its time is the dense time plus a dequantization. The last column of the second table "
-        "is the floor for a layer that reads its stored weight once at the copy bandwidth "
-        "measured in the same run (the largest copy of section 3a).",
+        "Median time per call (CUDA: device time; CPU: wall time); in brackets the time "
+        "relative to the dense layer with the same activations (above 1x: slower). The `mxint8` "
+        "layer dequantizes the whole weight to bf16 on every call, then runs F.linear, like the "
+        "lab's layer: it saves weight memory, and its time is the dense time plus a "
+        "dequantization. "
+        "The last column of the second table is the floor for a layer that reads its stored "
+        "weight once at the copy bandwidth measured in the same run (the largest copy of "
+        "section 3a).",
         "",
     ]
     for where, members in grouped(linear, lambda c: c.where).items():

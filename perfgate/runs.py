@@ -165,5 +165,14 @@ def resolve(argument: str, folder: Path) -> Path:
 
 
 def read(path: Path) -> Run:
-    """Load a run file (BaselineError naming the file when it is unreadable)."""
-    return Run(Path(path), load_run(Path(path)))
+    """Load a run file: BaselineError when it is unreadable, RunError when a benchmark lacks
+    the name or median every command needs (both name the file)."""
+    data = load_run(Path(path))
+    for number, benchmark in enumerate(data["benchmarks"]):
+        stats = benchmark.get("stats") if isinstance(benchmark, dict) else None
+        if not isinstance(stats, dict) or "name" not in benchmark or "median" not in stats:
+            raise RunError(
+                f"run {path}: benchmarks[{number}] has no name or no stats.median; not a "
+                "pytest-benchmark run file, or a damaged one (restore it from git)"
+            )
+    return Run(Path(path), data)

@@ -56,6 +56,8 @@ def fmt_ratio(ratio: float | None) -> str:
     """A speedup or slowdown factor: '2.59x'."""
     if ratio is None or not math.isfinite(ratio):
         return MISSING
+    if ratio < 0.1:
+        return f"{ratio:.2g}x"
     return f"{ratio:.2f}x" if ratio < 10 else f"{ratio:.1f}x"
 
 

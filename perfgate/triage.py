@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfgate.gate import DEFAULT_ALPHA, DEFAULT_TIME_THRESHOLD, TimeImprovement, TimeRegression
-from perfgate.runs import Run, environment_changes, matches, median, samples
+from perfgate.runs import Run, RunError, environment_changes, matches, median, samples
 from perfgate.stats import MIN_ROUNDS, Comparison, compare_samples
 
 # Verdicts of a compare row, most severe first: the order rows are listed in.
@@ -100,7 +100,10 @@ def compare_runs(
         one, two = a.benchmarks.get(fullname), b.benchmarks.get(fullname)
         if patterns and not matches(one if one is not None else two, patterns):
             continue
-        rows.append(compare_one(one, two, threshold, alpha))
+        try:
+            rows.append(compare_one(one, two, threshold, alpha))
+        except ValueError as error:  # per-round data that is not a list of positive seconds
+            raise RunError(f"{fullname} in {a.path} vs {b.path}: {error}") from error
     return sorted(rows, key=_severity)
 
 

@@ -121,10 +121,11 @@ def history_text(
     plot_folder: Path | None,
     max_plots: int,
     markdown: bool,
-    err=sys.stderr,
+    err=None,
 ) -> str:
     """One table per benchmark matching ``pattern`` over ``runs`` (oldest first), and one PNG
     per benchmark (at most ``max_plots``) into ``plot_folder`` unless it is None."""
+    err = err if err is not None else sys.stderr
     names = matching_benchmarks(runs, pattern)
     if not names:
         return f"no benchmark matches '{pattern}' in {len(runs)} runs\n"

@@ -120,6 +120,23 @@ def test_corrupt_run_file_names_it_and_says_what_to_do(tmp_path):
     assert "restore it from git" in err
 
 
+def test_damaged_benchmark_or_bad_rounds_name_the_file(tmp_path):
+    rerun = str(FOLDER / "0002_rerun.json")
+    run = json.loads((FOLDER / "0001_base.json").read_text())
+    run["benchmarks"][0]["stats"]["data"][0] = 0.0  # a zero-second round: a broken timer
+    zero = tmp_path / "zero.json"
+    zero.write_text(json.dumps(run))
+    status, _, err = perfgate("compare", str(zero), rerun)
+    assert status == 2
+    assert f"test_resnet18_steady[cuda-1-eager] in {zero}" in err and "positive" in err
+    del run["benchmarks"][1]["stats"]
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(json.dumps(run))
+    status, _, err = perfgate("compare", str(damaged), rerun)
+    assert status == 2
+    assert f"run {damaged}: benchmarks[1] has no name or no stats.median" in err
+
+
 def test_unknown_or_ambiguous_run_lists_the_saved_runs():
     status, _, err = perfgate("compare", "0042", "0001", *WHERE)
     assert status == 2
