@@ -227,17 +227,22 @@ def quantize(
 class MXINT8Linear(nn.Module):
     """``nn.Linear`` with weight and bias stored as MXINT8, like the lab's ``QLinearPacked``.
 
-    Every forward dequantizes the whole weight to bf16, casts it to the input's dtype and calls
-    ``F.linear``, so only ~8.25 bits per weight persist; the bf16 weight lives transiently.
+    Only ~8.25 bits per weight persist. With ``fused`` (the default; an attribute, flip it at
+    will) the forward runs ``kernels.mxint8_linear.mxint8_linear``, which dequantizes inside
+    the matmul, wherever that kernel runs (CUDA, or CPU under TRITON_INTERPRET=1, for bf16,
+    fp16 or fp32 inputs and power-of-two group sizes). Otherwise, as the lab does, it
+    dequantizes the whole weight to bf16, casts it to the input's dtype and calls ``F.linear``;
+    the bf16 weight lives transiently.
     """
 
-    def __init__(self, linear: nn.Linear, group_size: int = DEFAULT_GROUP_SIZE):
+    def __init__(self, linear: nn.Linear, group_size: int = DEFAULT_GROUP_SIZE, fused: bool = True):
         super().__init__()
         if not isinstance(linear, nn.Linear):
             raise TypeError(f"linear must be an nn.Linear, got {type(linear).__name__}")
         self.in_features = linear.in_features
         self.out_features = linear.out_features
         self.group_size = group_size
+        self.fused = fused
         weight_mantissa, weight_scales = quantize(linear.weight.detach(), group_size)
         self.register_buffer("weight_mantissa", weight_mantissa)
         self.register_buffer("weight_scales", weight_scales)
@@ -250,12 +255,17 @@ class MXINT8Linear(nn.Module):
             self.register_buffer("bias_scales", bias_scales)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        weight = dequantize(self.weight_mantissa, self.weight_scales, self.group_size)
+        from kernels.mxint8_linear import fused_linear_supported, mxint8_linear  # no import cycle
+
         bias = None
         if self.bias_mantissa is not None:
             bias = dequantize(self.bias_mantissa, self.bias_scales, self.group_size)
-            bias = bias[: self.out_features].to(x.dtype)
-        return F.linear(x, weight.to(x.dtype), bias)
+            bias = bias[: self.out_features]
+        if self.fused and fused_linear_supported(x, self.group_size):
+            weight = (self.weight_mantissa, self.weight_scales)
+            return mxint8_linear(x, *weight, bias, self.group_size)
+        weight = dequantize(self.weight_mantissa, self.weight_scales, self.group_size)
+        return F.linear(x, weight.to(x.dtype), None if bias is None else bias.to(x.dtype))
 
     @property
     def storage_bytes(self) -> int:
@@ -271,7 +281,8 @@ class MXINT8Linear(nn.Module):
     def extra_repr(self) -> str:
         return (
             f"in_features={self.in_features}, out_features={self.out_features}, "
-            f"bias={self.bias_mantissa is not None}, group_size={self.group_size}"
+            f"bias={self.bias_mantissa is not None}, group_size={self.group_size}, "
+            f"fused={self.fused}"
         )
 
 

@@ -1,13 +1,13 @@
 """Fused MXINT8 linear: ``y = x @ W^T + b`` with ``W`` read as MXINT8 and dequantized in registers.
 
-The lab's layer dequantizes the whole weight to bf16 and then calls ``F.linear``; this kernel reads
-the int8 mantissas and their scales tile by tile, rebuilds each tile's bf16 values in registers and
-feeds them to ``tl.dot`` with a float32 accumulator, so the weight crosses memory once, at 8 + 8/G
-bits per value. ``../shared/MXINT8.md`` is the format; ``docs/NOTES.md`` explains the design.
+The lab's layer dequantizes the whole weight to bf16 and then calls ``F.linear``. This kernel reads
+the int8 mantissas and their scales tile by tile, rebuilds each tile's bf16 values in registers
+(bit for bit the spec's six steps) and feeds them to ``tl.dot`` with a float32 accumulator, so the
+weight crosses memory once, at 8 + 8/G bits per value. ``../shared/MXINT8.md`` is the format;
+the "Fused MXINT8 linear" section of ``docs/NOTES.md`` explains the design.
 
-Layers, top to bottom: constants, the dequantization of one tile, the Triton kernel and its
-helpers, block-size configurations and the autotuner, input checks, the PyTorch reference, and
-the launcher ``mxint8_linear``.
+Layers, top to bottom: constants, dequantizing one tile, the kernel and its helpers, launch
+configurations and the autotuner, input checks, the PyTorch reference, and the launcher.
 """
 
 from __future__ import annotations
@@ -20,26 +20,26 @@ import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
+import triton.testing
 
 from kernels.mxint8 import (
     DEFAULT_GROUP_SIZE,
     _check_group_size,
     _dequantize_bits,
     _describe,
+    dequantize,
     dequantize_reference,
     triton_available_for,
 )
 
 # --- Constants --------------------------------------------------------------------------------
-# Scales whose tile values the three-instruction path below rebuilds bit for bit; tiles holding
-# any other scale (or a -128 mantissa) take the spec's six steps in `_dequantize_bits`.
+# Scales whose values `_dequantize_usual` rebuilds bit for bit in a few instructions. A program
+# that meets any other scale redoes its share with the spec's six steps (`_dequantize_bits`).
 USUAL_SCALE_MIN = 7  # below, v/64 * 2^(e-127) can be a bf16 subnormal
 USUAL_SCALE_MAX = 252  # above, the float32 "magic" exponent e + 2 would pass 254
 _USUAL_SCALE_MIN = tl.constexpr(USUAL_SCALE_MIN)
 _USUAL_SCALE_MAX = tl.constexpr(USUAL_SCALE_MAX)
-# Scale read for masked-off groups: a usual one, so ragged tails keep the fast path
-_NEUTRAL_SCALE = tl.constexpr(127)
-_MANTISSA_MIN = tl.constexpr(-128)  # the one mantissa the spec maps to +0.0 instead of v/64
+_NEUTRAL_SCALE = tl.constexpr(127)  # read for groups past K: a usual scale, keeps tails fast
 ACTIVATION_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 BIAS_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
@@ -47,60 +47,90 @@ BIAS_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 # --- Dequantizing one weight tile -------------------------------------------------------------
 @triton.jit
 def _dequantize_usual(v, e):
-    """bf16 of ``v / 64 * 2^(e - 127)`` for int32 mantissas in -127..127 and scales in 7..252.
+    """bf16 of the spec's six steps for int32 mantissas ``v`` and scales ``e`` in 7..252.
 
-    Bit-identical to the spec's six steps there (tests/test_mxint8_linear.py checks every pair),
-    in three instructions a value instead of ~20: the mantissa goes into the top fraction bits of
-    a float32 whose exponent comes from the scale, and one subtraction removes the offset.
+    There the six steps give ``v / 64 * 2^(e - 127)`` (+0.0 for v = -128), which this builds in
+    about six instructions a value instead of ~20: the mantissa goes into the top fraction bits
+    of a float32 whose exponent comes from the scale, and one subtraction removes the offset.
+    tests/test_mxint8_linear.py checks it against ``_dequantize_bits`` on every (v, e) pair.
     """
-    # float32 bits (e + 2) << 23 | (v + 128) << 15 hold 2^(e-125) * (1 + (v + 128) / 256)
+    # bits (e + 2) << 23 | (v + 128) << 15 are the float32 2^(e-125) * (1 + (v + 128) / 256)
     magic = ((e + 2) << 23) | (128 << 15)
     shifted = (v * 32768 + magic).to(tl.float32, bitcast=True)
-    # Both terms lie in one binade, so the difference v * 2^(e-133) is exact, and so is the cast
-    # (at most 7 significant bits, a float32 normal since e >= 7)
-    return (shifted - magic.to(tl.float32, bitcast=True)).to(tl.bfloat16)
+    offset = magic.to(tl.float32, bitcast=True)
+    # Both lie in one binade, so the difference v * 2^(e-133) is exact, and so is the cast to
+    # bf16 (7 significant bits at most, a float32 normal since e >= 7). v = -128 alone gives
+    # the smallest shifted value, 2^(e-125), and the spec wants +0.0 there. (Testing the float
+    # rather than v spares the byte extraction LLVM adds to test v == -128.)
+    lowest = (magic - (128 << 15)).to(tl.float32, bitcast=True)
+    w = tl.where(shifted == lowest, 0.0, shifted - offset)
+    return w.to(tl.bfloat16)
 
 
 @triton.jit
 def _expand_groups(e, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_SIZE: tl.constexpr):
     """Per-group scales [BLOCK_N, groups] -> one per value [BLOCK_N, BLOCK_K] (or [BLOCK_N, 1])."""
     if GROUP_SIZE >= BLOCK_K:
-        return e  # one group spans the tile: [BLOCK_N, 1] broadcasts along K
-    groups: tl.constexpr = BLOCK_K // GROUP_SIZE
-    return tl.reshape(
-        tl.broadcast_to(e[:, :, None], (BLOCK_N, groups, GROUP_SIZE)), (BLOCK_N, BLOCK_K)
-    )
+        full = e  # one group spans the tile: [BLOCK_N, 1] broadcasts along K
+    else:
+        groups: tl.constexpr = BLOCK_K // GROUP_SIZE
+        full = tl.broadcast_to(e[:, :, None], (BLOCK_N, groups, GROUP_SIZE))
+        full = tl.reshape(full, (BLOCK_N, BLOCK_K))
+    return full
 
 
 @triton.jit
-def _dequantize_tile(v, e, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_SIZE: tl.constexpr):
-    """bf16 [BLOCK_N, BLOCK_K] from int32 mantissas and int32 per-group scales, as the spec says."""
-    usual = (tl.min(v) > _MANTISSA_MIN) & (tl.min(e) >= _USUAL_SCALE_MIN)
-    usual = usual & (tl.max(e) <= _USUAL_SCALE_MAX)
+def _dequantize_tile(
+    v,
+    e,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_SIZE: tl.constexpr,
+    SIX_STEPS: tl.constexpr,
+):
+    """bf16 [BLOCK_N, BLOCK_K] from int32 mantissas and int32 per-group scales [BLOCK_N, groups].
+
+    SIX_STEPS takes the spec's steps, right for any scale; otherwise scales must lie in 7..252.
+    """
     e = _expand_groups(e, BLOCK_N, BLOCK_K, GROUP_SIZE)
-    if usual:
-        w = _dequantize_usual(v, e)
-    else:
+    if SIX_STEPS:
         w = _dequantize_bits(v, e).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    else:
+        w = _dequantize_usual(v, e)
     return w
 
 
 @triton.jit
 def _load_scales(
-    scales_ptr, rows, n_mask, k0, groups_per_row, BLOCK_K: tl.constexpr, GROUP_SIZE: tl.constexpr
+    scales_ptr,
+    rows,
+    k0,
+    groups_per_row,
+    BLOCK_K: tl.constexpr,
+    GROUP_SIZE: tl.constexpr,
+    EVEN_K: tl.constexpr,
 ):
     """int32 scales of the groups in columns [k0, k0 + BLOCK_K) of ``rows``: [BLOCK_N, groups]."""
     if GROUP_SIZE >= BLOCK_K:
         offs_g = k0 // GROUP_SIZE + tl.arange(0, 1)
     else:
         offs_g = k0 // GROUP_SIZE + tl.arange(0, BLOCK_K // GROUP_SIZE)
-    mask = n_mask[:, None] & (offs_g[None, :] < groups_per_row)
-    e = tl.load(
-        scales_ptr + rows[:, None] * groups_per_row + offs_g[None, :],
-        mask=mask,
-        other=_NEUTRAL_SCALE,
-    )
+    ptrs = scales_ptr + rows[:, None] * groups_per_row + offs_g[None, :]
+    if EVEN_K:
+        e = tl.load(ptrs)
+    else:
+        e = tl.load(ptrs, mask=offs_g[None, :] < groups_per_row, other=_NEUTRAL_SCALE)
     return e.to(tl.int32)
+
+
+@triton.jit
+def _widen_bf16(t):
+    """float32 of bf16 ``t`` by a 16-bit shift, for the interpreter's dot.
+
+    Triton 3.6's interpreter holds bf16 as raw uint16 and its dot multiplies those integers; its
+    own bf16 -> float32 cast also gets subnormals wrong. The shift is exact everywhere.
+    """
+    return (t.to(tl.uint16, bitcast=True).to(tl.int32) << 16).to(tl.float32, bitcast=True)
 
 
 # --- The kernel -------------------------------------------------------------------------------
@@ -120,16 +150,6 @@ def _tile_coordinates(
 
 
 @triton.jit
-def _widen_bf16(t):
-    """float32 of bf16 ``t`` by a 16-bit shift, for the interpreter's dot.
-
-    Triton 3.6's interpreter holds bf16 as raw uint16 and its dot multiplies those integers; its
-    own bf16 -> float32 cast also gets subnormals wrong. The shift is exact everywhere.
-    """
-    return (t.to(tl.uint16, bitcast=True).to(tl.int32) << 16).to(tl.float32, bitcast=True)
-
-
-@triton.jit
 def _accumulate(
     x_ptr,
     mantissa_ptr,
@@ -137,6 +157,7 @@ def _accumulate(
     offs_m,
     offs_n,
     k_start,
+    k_blocks,
     M,
     N,
     K,
@@ -145,37 +166,59 @@ def _accumulate(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
-    K_BLOCKS: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    SIX_STEPS: tl.constexpr,
     INTERPRETED: tl.constexpr,
 ):
-    """float32 [BLOCK_N, BLOCK_M] = W[offs_n, K range] @ x[offs_m, K range]^T.
+    """(float32 [BLOCK_N, BLOCK_M] = W[offs_n, ks] @ x[offs_m, ks]^T, usual) for ``k_blocks``
+    blocks ``ks`` of K from ``k_start``, masked at K unless EVEN_K.
 
-    The K range is the K_BLOCKS blocks from ``k_start``, masked at K.
+    ``usual`` says whether every scale met lies in 7..252; if not, and SIX_STEPS is off, the
+    result is wrong and the caller redoes it with SIX_STEPS.
     """
     # The weight tile is the dot's left operand: Hopper's wgmma then takes it from the registers
     # it was dequantized in, and a batch of 1-16 pads only the narrow right operand.
-    rows = offs_n.to(tl.int64)  # N * K can pass 2^31
-    n_mask = offs_n < N
-    m_mask = offs_m < M
+    # Rows past N and M repeat the last one instead of being masked (their results are never
+    # stored), which keeps the loads unmasked and vectorized; int64 as N * K can pass 2^31.
+    rows = tl.minimum(offs_n, N - 1).to(tl.int64)
+    cols = tl.minimum(offs_m, M - 1).to(tl.int64)
     offs_k = k_start + tl.arange(0, BLOCK_K)
     w_ptrs = mantissa_ptr + rows[:, None] * K + offs_k[None, :]
-    x_ptrs = x_ptr + offs_m.to(tl.int64)[None, :] * stride_xm + offs_k[:, None]
+    x_ptrs = x_ptr + cols[None, :] * stride_xm + offs_k[:, None]
+    groups_per_row = K // GROUP_SIZE
+    groups: tl.constexpr = (BLOCK_K + GROUP_SIZE - 1) // GROUP_SIZE  # scale columns a tile reads
+    lowest = tl.full((BLOCK_N, groups), 255, tl.int32)
+    highest = tl.zeros((BLOCK_N, groups), tl.int32)
     acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-    for i in range(K_BLOCKS):
+    # Triton pipelines the loads that feed the dot through shared memory, but not loads of
+    # under 4 bytes a thread such as these scales: fetch them a block ahead by hand.
+    e_next = _load_scales(scales_ptr, rows, k_start, groups_per_row, BLOCK_K, GROUP_SIZE, EVEN_K)
+    for i in range(k_blocks):
         k0 = k_start + i * BLOCK_K
-        k_mask = k0 + tl.arange(0, BLOCK_K) < K
-        v = tl.load(w_ptrs, mask=n_mask[:, None] & k_mask[None, :], other=0)
-        e = _load_scales(scales_ptr, rows, n_mask, k0, K // GROUP_SIZE, BLOCK_K, GROUP_SIZE)
-        w = _dequantize_tile(v.to(tl.int32), e, BLOCK_N, BLOCK_K, GROUP_SIZE)
-        x_t = tl.load(x_ptrs, mask=k_mask[:, None] & m_mask[None, :], other=0.0)
-        x_t = x_t.to(tl.bfloat16)
+        e = e_next
+        k_next = k0 + BLOCK_K
+        if EVEN_K:
+            k_next = tl.minimum(k_next, K - BLOCK_K)  # stays inside the tensor, no mask needed
+        e_next = _load_scales(scales_ptr, rows, k_next, groups_per_row, BLOCK_K, GROUP_SIZE, EVEN_K)
+        if EVEN_K:
+            v = tl.load(w_ptrs)
+            x_t = tl.load(x_ptrs)
+        else:
+            k_mask = k0 + tl.arange(0, BLOCK_K) < K
+            v = tl.load(w_ptrs, mask=k_mask[None, :], other=0)
+            x_t = tl.load(x_ptrs, mask=k_mask[:, None], other=0.0)
+        lowest = tl.minimum(lowest, e)
+        highest = tl.maximum(highest, e)
+        w = _dequantize_tile(v.to(tl.int32), e, BLOCK_N, BLOCK_K, GROUP_SIZE, SIX_STEPS)
+        x_t = x_t.to(tl.bfloat16)  # float16 activations meet bf16 weights on bf16 tensor cores
         if INTERPRETED:
             acc = tl.dot(_widen_bf16(w), _widen_bf16(x_t), acc)
         else:
             acc = tl.dot(w, x_t, acc)
         w_ptrs += BLOCK_K
         x_ptrs += BLOCK_K
-    return acc
+    usual = (tl.min(lowest) >= _USUAL_SCALE_MIN) & (tl.max(highest) <= _USUAL_SCALE_MAX)
+    return acc, usual
 
 
 @triton.jit
@@ -187,24 +230,6 @@ def _store_output(out_ptr, bias_ptr, acc, offs_m, offs_n, M, N, stride_om, HAS_B
     out_ptrs = out_ptr + offs_m.to(tl.int64)[None, :] * stride_om + offs_n[:, None]
     mask = n_mask[:, None] & (offs_m[None, :] < M)
     tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=mask)
-
-
-@triton.jit
-def _sum_of_splits(
-    workspace_ptr,
-    tile,
-    num_tiles,
-    SPLIT_K: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_M: tl.constexpr,
-):
-    """The SPLIT_K partial tiles of ``tile`` summed in split order (deterministic)."""
-    local = tl.arange(0, BLOCK_N)[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :]
-    total = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
-    for split in tl.static_range(SPLIT_K):
-        slot = (split * num_tiles + tile).to(tl.int64) * (BLOCK_N * BLOCK_M)
-        total += tl.load(workspace_ptr + slot + local, cache_modifier=".cg")  # skip stale L1
-    return total
 
 
 @triton.jit
@@ -226,20 +251,26 @@ def _finish_split(
     BLOCK_N: tl.constexpr,
     BLOCK_M: tl.constexpr,
 ):
-    """Store this split's partial tile; the tile's last split to arrive sums all and stores."""
+    """Store this split's partial tile; the tile's last split to arrive sums all and stores.
+
+    The sum runs in split order, whichever program arrives last, so results are deterministic.
+    """
     num_tiles = tl.num_programs(0)
     local = tl.arange(0, BLOCK_N)[:, None] * BLOCK_M + tl.arange(0, BLOCK_M)[None, :]
-    slot = (pid_k * num_tiles + tile).to(tl.int64) * (BLOCK_N * BLOCK_M)
-    tl.store(workspace_ptr + slot + local, acc)
-    tl.debug_barrier()  # every thread's partial is written before the release below
+    tile_size: tl.constexpr = BLOCK_N * BLOCK_M
+    tl.store(workspace_ptr + (pid_k * num_tiles + tile).to(tl.int64) * tile_size + local, acc)
+    tl.debug_barrier()  # every thread's part is written before the release below
     arrived = tl.atomic_add(counters_ptr + tile, 1, sem="acq_rel", scope="gpu")
     if arrived == SPLIT_K - 1:
-        total = _sum_of_splits(workspace_ptr, tile, num_tiles, SPLIT_K, BLOCK_N, BLOCK_M)
+        total = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
+        for split in tl.static_range(SPLIT_K):
+            slot = workspace_ptr + (split * num_tiles + tile).to(tl.int64) * tile_size
+            total += tl.load(slot + local, cache_modifier=".cg")  # from L2: L1 may be stale
         _store_output(out_ptr, bias_ptr, total, offs_m, offs_n, M, N, stride_om, HAS_BIAS)
-        tl.atomic_xchg(counters_ptr + tile, 0, sem="relaxed", scope="gpu")  # ready for next call
+        tl.atomic_xchg(counters_ptr + tile, 0, sem="relaxed", scope="gpu")  # for the next launch
 
 
-@triton.jit(do_not_specialize=["M", "M_BUCKET"])
+@triton.jit(do_not_specialize=["M", "k_blocks", "M_BUCKET"])
 def _mxint8_linear_kernel(
     x_ptr,
     mantissa_ptr,
@@ -253,47 +284,42 @@ def _mxint8_linear_kernel(
     K,
     stride_xm,
     stride_om,
+    k_blocks,
     M_BUCKET,
     GROUP_SIZE: tl.constexpr,
     HAS_BIAS: tl.constexpr,
-    INTERPRETED: tl.constexpr,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     SPLIT_K: tl.constexpr,
     GROUP_M: tl.constexpr,
-    K_BLOCKS: tl.constexpr,
+    EVEN_K: tl.constexpr,
+    INTERPRETED: tl.constexpr,
+    K_BLOCKS_INTERPRETED: tl.constexpr,
 ):
-    """One [BLOCK_M, BLOCK_N] output tile, or its 1/SPLIT_K share of K.
+    """One [BLOCK_M, BLOCK_N] output tile, or its 1/SPLIT_K share of K. Grid: (tiles, SPLIT_K).
 
-    Grid: (output tiles, SPLIT_K). Each program covers K_BLOCKS blocks of K; ``M_BUCKET`` only
-    keys the autotuner. Split programs meet through ``workspace`` and ``counters`` (all zero
-    between launches: the last program of each tile resets its counter).
+    Each program covers ``k_blocks`` blocks of K; the interpreter, which needs a Python int as
+    the loop bound, gets it as K_BLOCKS_INTERPRETED instead. ``M_BUCKET`` only keys the
+    autotuner. Split programs meet through ``workspace`` and ``counters``, which hold zeros
+    between launches: the last program of each tile resets its counter.
     """
     tile = tl.program_id(0)
     pid_k = tl.program_id(1)
     pid_m, pid_n = _tile_coordinates(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    k_start = pid_k * (K_BLOCKS * BLOCK_K)  # whole blocks, so a group never straddles splits
-    acc = _accumulate(
-        x_ptr,
-        mantissa_ptr,
-        scales_ptr,
-        offs_m,
-        offs_n,
-        k_start,
-        M,
-        N,
-        K,
-        stride_xm,
-        GROUP_SIZE,
-        BLOCK_M,
-        BLOCK_N,
-        BLOCK_K,
-        K_BLOCKS,
-        INTERPRETED,
+    # (the interpreter turns a plain assignment of the int into a tensor: pass it directly)
+    k_start = pid_k * (K_BLOCKS_INTERPRETED if INTERPRETED else k_blocks) * BLOCK_K
+    operands = (x_ptr, mantissa_ptr, scales_ptr, offs_m, offs_n, k_start)
+    operands += (K_BLOCKS_INTERPRETED if INTERPRETED else k_blocks, M, N, K)
+    acc, usual = _accumulate(
+        *operands, stride_xm, GROUP_SIZE, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, False, INTERPRETED
     )
+    if not usual:  # a scale outside 7..252 in this program's share: redo it with the six steps
+        acc, usual = _accumulate(
+            *operands, stride_xm, GROUP_SIZE, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, True, INTERPRETED
+        )
     if SPLIT_K == 1:
         _store_output(out_ptr, bias_ptr, acc, offs_m, offs_n, M, N, stride_om, HAS_BIAS)
     else:
@@ -317,15 +343,7 @@ def _mxint8_linear_kernel(
         )
 
 
-def _k_blocks(args: dict) -> int:
-    """K blocks per split: the loop's trip count, a constant so the interpreter can run it."""
-    return triton.cdiv(triton.cdiv(args["K"], args["SPLIT_K"]), args["BLOCK_K"])
-
-
-_mxint8_linear = triton.heuristics({"K_BLOCKS": _k_blocks})(_mxint8_linear_kernel)
-
-
-# --- Configurations ---------------------------------------------------------------------------
+# --- Launch configurations and the autotuner ---------------------------------------------------
 @dataclass(frozen=True)
 class LinearConfig:
     """Block sizes, K split, warps and pipeline depth of one launch of the fused kernel."""
@@ -341,6 +359,10 @@ class LinearConfig:
     def grid(self, m: int, n: int) -> tuple[int, int]:
         return triton.cdiv(m, self.block_m) * triton.cdiv(n, self.block_n), self.split_k
 
+    def k_blocks(self, k: int) -> int:
+        """K blocks each split covers."""
+        return triton.cdiv(triton.cdiv(k, self.split_k), self.block_k)
+
     def workspace_elements(self, m: int, n: int) -> int:
         """float32 elements of the partial tiles a split-K launch stores (0 without a split)."""
         if self.split_k == 1:
@@ -348,54 +370,64 @@ class LinearConfig:
         return self.grid(m, n)[0] * self.split_k * self.block_m * self.block_n
 
 
-# Under TRITON_INTERPRET=1 (CPU CI) one config, no tuning: big enough to keep the interpreter's
-# per-program overhead low, small enough that test shapes of ~100 cover several tiles and tails.
-INTERPRETER_CONFIG = LinearConfig(block_m=16, block_n=32, block_k=64, split_k=1)
-SPLIT_K_CHOICES = (1, 2, 4, 8)
-_TARGET_PROGRAMS_PER_SM = 2  # enough loads in flight to keep HBM busy at small batch
+# Under TRITON_INTERPRET=1 (CPU CI) one config and no tuning: big enough to keep the
+# interpreter's per-program overhead low, small enough that test shapes of ~100 hold several
+# tiles and ragged tails.
+INTERPRETER_CONFIG = LinearConfig(block_m=16, block_n=32, block_k=64)
+# (block_m, block_n, block_k, num_warps, num_stages) per batch bucket, before the K split.
+# block_n is 64 per 4 warps: Hopper's wgmma then takes the weight from registers (measured in
+# SASS: narrower tiles fall back to mma.sync and cost 2-5x more instructions per weight).
+_TILES_GEMV = [(16, 64, 128, 4, 4), (16, 64, 256, 4, 3), (16, 128, 128, 8, 4), (16, 128, 256, 8, 3)]
+_TILES_SMALL = [(64, 128, 128, 8, 4), (64, 64, 128, 4, 4), (64, 128, 256, 8, 3)]
+_TILES_LARGE = [(128, 128, 64, 8, 4), (256, 128, 64, 8, 3), (128, 128, 128, 8, 3)]
+_PROGRAMS_PER_SM = 2  # enough tiles in flight to keep HBM busy while the weight streams
 
 
 def _m_bucket(m: int) -> int:
-    """Batch sizes that share a tuned config: powers of two from 16 up to 256, then 256s."""
-    return max(16, min(triton.next_power_of_2(m), 256)) if m <= 256 else 256 * triton.cdiv(m, 256)
+    """Batch sizes that share a tuned config: 16, 32, 64, 128, 256, then multiples of 256."""
+    return max(16, triton.next_power_of_2(m)) if m <= 256 else 256 * triton.cdiv(m, 256)
 
 
-def _tile_shapes(m_bucket: int) -> list[tuple[int, int, int, int]]:
-    """(block_m, block_n, block_k, num_warps) candidates for a batch bucket, before the K split."""
-    if m_bucket <= 16:  # GEMV-like: the weight read is the whole cost
-        return [(16, bn, bk, 4) for bn in (16, 32, 64) for bk in (128, 256)]
-    if m_bucket <= 64:
-        return [(m_bucket, bn, bk, 4) for bn in (32, 64) for bk in (128, 256)]
-    return [(bm, bn, 64, w) for bm, bn, w in ((128, 64, 4), (128, 128, 8), (256, 128, 8))] + [
-        (bm, bn, 128, w) for bm, bn, w in ((128, 64, 4), (128, 128, 8))
-    ]
+def _tile_shapes(m: int) -> list[tuple[int, int, int, int, int]]:
+    bucket = _m_bucket(m)
+    if bucket <= 16:  # GEMV-like: the weight read is the whole cost
+        return _TILES_GEMV
+    if bucket <= 64:
+        return [(bucket, *shape[1:]) for shape in _TILES_SMALL]
+    return _TILES_LARGE
 
 
-def _choose_split_k(m: int, n: int, k: int, block_m: int, block_n: int, block_k: int) -> int:
-    """Smallest split that gives every SM a few programs, keeping >= 2 K blocks per program."""
+def _split_k(m: int, n: int, k: int, block_m: int, block_n: int, block_k: int) -> int:
+    """Smallest power-of-two split giving every SM a couple of programs, each >= 2 K blocks.
+
+    Only for row tiles of <= 64: past that the partial tiles' float32 traffic outweighs it.
+    """
     tiles = triton.cdiv(m, block_m) * triton.cdiv(n, block_n)
-    target = _TARGET_PROGRAMS_PER_SM * _sm_count()
-    for split in SPLIT_K_CHOICES:
-        if tiles * split >= target or triton.cdiv(k, split * 2) < block_k:
-            return split
-    return SPLIT_K_CHOICES[-1]
+    split = 1
+    while (
+        block_m <= 64
+        and tiles * split < _PROGRAMS_PER_SM * _sm_count()
+        and k >= 4 * split * block_k
+    ):
+        split *= 2
+    return split
 
 
 @functools.cache
 def _sm_count() -> int:
     if not torch.cuda.is_available():
-        return 132  # an H100's, for planning without a GPU
+        return 132  # an H100's, so configs can be planned without a GPU
     return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
 
 
 def candidate_configs(m: int, n: int, k: int) -> list[LinearConfig]:
-    """The configs the autotuner times for an (m, n, k) problem: a few tile shapes per batch
-    bucket, each with the K split chosen for the shape, two pipeline depths."""
+    """The configs the autotuner times for an (m, n, k) problem: a few tile shapes for the batch
+    bucket, each with the K split its shape calls for and with half that."""
     configs = []
-    for bm, bn, bk, warps in _tile_shapes(_m_bucket(m)):
-        split = _choose_split_k(m, n, k, bm, bn, bk)
-        for stages in (3, 4):
-            configs.append(LinearConfig(bm, bn, bk, split, warps, stages))
+    for bm, bn, bk, warps, stages in _tile_shapes(m):
+        split = _split_k(m, n, k, bm, bn, bk)
+        for s in sorted({split, max(split // 2, 1)}):
+            configs.append(LinearConfig(bm, bn, bk, s, warps, stages))
     return configs
 
 
@@ -411,25 +443,25 @@ def _as_triton_config(config: LinearConfig) -> triton.Config:
 
 
 def _from_triton_config(config: triton.Config) -> LinearConfig:
-    kw = config.kwargs
+    meta = config.kwargs
     return LinearConfig(
-        kw["BLOCK_M"],
-        kw["BLOCK_N"],
-        kw["BLOCK_K"],
-        kw["SPLIT_K"],
+        meta["BLOCK_M"],
+        meta["BLOCK_N"],
+        meta["BLOCK_K"],
+        meta["SPLIT_K"],
         config.num_warps,
         config.num_stages,
-        kw["GROUP_M"],
+        meta["GROUP_M"],
     )
 
 
 def _all_triton_configs() -> list[triton.Config]:
-    shapes = {s for bucket in (16, 32, 64, 256) for s in _tile_shapes(bucket)}
+    shapes = {(b, *s[1:]) for b in (16, 32, 64) for s in _TILES_SMALL} | set(_TILES_GEMV)
+    shapes |= set(_TILES_LARGE)
     return [
         _as_triton_config(LinearConfig(bm, bn, bk, split, warps, stages))
-        for bm, bn, bk, warps in sorted(shapes)
-        for split in SPLIT_K_CHOICES
-        for stages in (3, 4)
+        for bm, bn, bk, warps, stages in sorted(shapes)
+        for split in (1, 2, 4, 8, 16, 32, 64)
     ]
 
 
@@ -438,12 +470,32 @@ def _prune(configs: list[triton.Config], named_args: dict, **kwargs) -> list[tri
     return [c for c in configs if _from_triton_config(c) in wanted]
 
 
+def _kernel_arguments(args: dict) -> dict:
+    """Per-config arguments: the loop's trip count and whether K needs masks."""
+    k, block_k, split_k = args["K"], args["BLOCK_K"], args["SPLIT_K"]
+    k_blocks = triton.cdiv(triton.cdiv(k, split_k), block_k)
+    return dict(
+        k_blocks=k_blocks,
+        EVEN_K=k % (block_k * split_k) == 0,  # every split covers whole blocks inside K
+        K_BLOCKS_INTERPRETED=k_blocks if args["INTERPRETED"] else 0,  # 0: one binary on GPUs
+    )
+
+
+_mxint8_linear = triton.heuristics(
+    {
+        "k_blocks": lambda args: _kernel_arguments(args)["k_blocks"],
+        "EVEN_K": lambda args: _kernel_arguments(args)["EVEN_K"],
+        "K_BLOCKS_INTERPRETED": lambda args: _kernel_arguments(args)["K_BLOCKS_INTERPRETED"],
+    }
+)(_mxint8_linear_kernel)
+
 _mxint8_linear_autotuned = triton.autotune(
     configs=_all_triton_configs(),
-    key=["M_BUCKET", "N", "K", "GROUP_SIZE"],
+    key=["M_BUCKET", "N", "K", "GROUP_SIZE", "HAS_BIAS"],
     prune_configs_by={"early_config_prune": _prune},
-    warmup=5,
-    rep=20,
+    do_bench=lambda fn, quantiles: triton.testing.do_bench(
+        fn, warmup=5, rep=20, quantiles=quantiles
+    ),  # short runs: ~10 configs a shape, each timed in ~30 ms
 )(_mxint8_linear)
 
 
@@ -473,13 +525,13 @@ def _check_linear_inputs(x, mantissa, scales, bias, group_size) -> None:
         raise ValueError(f"mantissa's K ({k}) must be a multiple of group_size={group_size}")
     if scales.shape != (n, k // group_size):
         raise ValueError(
-            f"scales must have shape [N, K // group_size] = {(n, k // group_size)}, "
-            f"got {tuple(scales.shape)}"
+            f"scales must have shape [N, K // group_size] = {[n, k // group_size]}, "
+            f"got {list(scales.shape)}"
         )
     if x.dim() == 0 or x.shape[-1] != k:
-        raise ValueError(f"x's last dimension must be K = {k}, got shape {tuple(x.shape)}")
+        raise ValueError(f"x must have K = {k} in its last dimension, got shape {list(x.shape)}")
     if bias is not None and bias.shape != (n,):
-        raise ValueError(f"bias must have shape [N] = ({n},), got {tuple(bias.shape)}")
+        raise ValueError(f"bias must have shape [N] = [{n}], got {list(bias.shape)}")
     _check_one_device(x=x, mantissa=mantissa, scales=scales, bias=bias)
 
 
@@ -494,7 +546,7 @@ def _check_kernel_group_size(group_size: int) -> None:
     if group_size & (group_size - 1) != 0:
         raise ValueError(
             f"group_size={group_size} is not a power of two, which the fused kernel needs; "
-            "dequantize-then-linear (MXINT8Linear(fused=False)) handles any group size"
+            "dequantize-then-linear (MXINT8Linear(fused=False)) takes any group size"
         )
 
 
@@ -504,6 +556,7 @@ def fused_linear_supported(x: torch.Tensor, group_size: int) -> bool:
         x.dtype in ACTIVATION_DTYPES
         and triton_available_for(x.device)
         and isinstance(group_size, int)
+        and not isinstance(group_size, bool)
         and group_size > 0
         and group_size & (group_size - 1) == 0
     )
@@ -527,20 +580,29 @@ def mxint8_linear_reference(
 
 
 # --- Launcher ---------------------------------------------------------------------------------
+# From this batch size the launcher times the fused kernel against dequantize-once-then-cuBLAS
+# on first use of a shape and keeps the faster: once the batch is large, the dequantization the
+# fused kernel repeats for every row tile costs more than one pass over the weight.
+DEQUANTIZE_ONCE_MIN_BATCH = 512
+_decompositions: dict[tuple, str] = {}
 _counters: dict[torch.device, torch.Tensor] = {}
 
 
 def _split_k_counters(device: torch.device, tiles: int) -> torch.Tensor:
     """Zeroed int32 arrival counters, one per output tile, kept zeroed by the kernel itself.
 
-    One buffer per device, shared by every launch on it: split-K launches of this kernel on
-    two streams at once would race on it (run them on one stream).
+    One buffer per device, shared by every launch on it: split-K launches of this kernel on two
+    streams at once would race on it (run them on one stream).
     """
     counters = _counters.get(device)
     if counters is None or counters.numel() < tiles:
         counters = torch.zeros(max(tiles, 4096), dtype=torch.int32, device=device)
         _counters[device] = counters
     return counters
+
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET") == "1"
 
 
 def _launch(x2d, mantissa, scales, bias, out, group_size, config: LinearConfig | None) -> None:
@@ -551,27 +613,20 @@ def _launch(x2d, mantissa, scales, bias, out, group_size, config: LinearConfig |
     workspace_elements = max(c.workspace_elements(m, n) for c in configs)
     workspace = torch.empty(max(workspace_elements, 1), dtype=torch.float32, device=out.device)
     counters = _split_k_counters(out.device, max(c.grid(m, n)[0] for c in configs))
-    args = (
-        x2d,
-        mantissa,
-        scales,
-        bias if bias is not None else out,
-        out,
-        workspace,
-        counters,
-        m,
-        n,
-        k,
-        x2d.stride(0),
-        out.stride(0),
-        _m_bucket(m),
+    args = (x2d, mantissa, scales, bias if bias is not None else out, out, workspace, counters)
+    args += (m, n, k, x2d.stride(0), out.stride(0))
+    common = dict(
+        M_BUCKET=_m_bucket(m),
+        GROUP_SIZE=group_size,
+        HAS_BIAS=bias is not None,
+        INTERPRETED=_interpreting(),
     )
-    common = dict(GROUP_SIZE=group_size, HAS_BIAS=bias is not None, INTERPRETED=_interpreting())
     if config is None:
-        grid = lambda meta: (  # noqa: E731
-            triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),
-            meta["SPLIT_K"],
-        )
+
+        def grid(meta: dict) -> tuple[int, int]:
+            tiles = triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"])
+            return tiles, meta["SPLIT_K"]
+
         _mxint8_linear_autotuned[grid](*args, **common)
         return
     _mxint8_linear[config.grid(m, n)](
@@ -587,8 +642,28 @@ def _launch(x2d, mantissa, scales, bias, out, group_size, config: LinearConfig |
     )
 
 
-def _interpreting() -> bool:
-    return os.environ.get("TRITON_INTERPRET") == "1"
+def _dequantize_then_matmul(x2d, mantissa, scales, bias, group_size) -> torch.Tensor:
+    """The lab's way, in bf16 like the kernel: one dequantization pass, then cuBLAS."""
+    weight = dequantize(mantissa, scales, group_size)
+    bias = None if bias is None else bias.to(torch.bfloat16)
+    return F.linear(x2d.to(torch.bfloat16), weight, bias)
+
+
+def _decomposition(x2d, mantissa, scales, bias, group_size) -> str:
+    """ "fused" or "dequantize_once" for this problem's shape, measured once per shape."""
+    m, k = x2d.shape
+    if m < DEQUANTIZE_ONCE_MIN_BATCH or x2d.device.type != "cuda":
+        return "fused"
+    key = (_m_bucket(m), *mantissa.shape, group_size, bias is not None, x2d.device)
+    if key not in _decompositions:
+        out = torch.empty((m, mantissa.shape[0]), dtype=x2d.dtype, device=x2d.device)
+        operands = (x2d, mantissa, scales, bias)
+        fused = lambda: _launch(*operands, out, group_size, None)  # noqa: E731
+        once = lambda: _dequantize_then_matmul(*operands, group_size)  # noqa: E731
+        fused_ms = triton.testing.do_bench(fused, return_mode="median")
+        once_ms = triton.testing.do_bench(once, return_mode="median")
+        _decompositions[key] = "dequantize_once" if once_ms < fused_ms else "fused"
+    return _decompositions[key]
 
 
 def mxint8_linear(
@@ -603,18 +678,20 @@ def mxint8_linear(
     """``x @ W^T + bias`` with ``W`` [N, K] stored as MXINT8, dequantized inside the matmul.
 
     ``mantissa`` is int8 [N, K]; ``scales`` uint8 [N, K // group_size], one biased exponent per
-    ``group_size`` consecutive values along K; ``group_size`` must be a power of two (others:
-    use dequantize-then-``F.linear``). ``x`` is [..., K] in bfloat16, float16 or float32; ``bias``
-    None or [N] in a float dtype. The result is [..., N] in x's dtype.
+    ``group_size`` consecutive values along K; ``group_size`` must be a power of two (for other
+    sizes, dequantize and call ``F.linear``). ``x`` is [..., K] in bfloat16, float16 or float32;
+    ``bias`` None or [N] in a float dtype. Returns [..., N] in x's dtype.
 
-    The weight is rebuilt exactly as ``dequantize`` does (bf16, bit for bit), multiplied on
-    bf16 tensor cores, accumulated in float32. So float16 activations are rounded to bfloat16
-    inside the kernel, and float32 activations are cast to bfloat16 before it (the output stays
-    float32): expect bf16-level agreement, ~1e-3 relative, with a float32 ``F.linear``.
+    The weight is rebuilt exactly as ``dequantize`` does (bf16, bit for bit), multiplied on bf16
+    tensor cores and accumulated in float32. So activations must be bf16 for the product to be
+    exact: float16 activations are rounded to bfloat16 in the kernel, and float32 ones are cast
+    to bfloat16 before it (the output is float32 again). Expect ~1e-3 relative error against a
+    float32 ``F.linear`` on the dequantized weight, from those roundings and the output's.
 
-    CUDA tensors run the Triton kernel, block sizes autotuned per (batch bucket, N, K, group)
-    unless ``config`` fixes them; CPU tensors run it through Triton's interpreter when
-    ``TRITON_INTERPRET=1``, else ``mxint8_linear_reference``.
+    On CUDA the block sizes and K split are autotuned per (batch bucket, N, K, group size,
+    bias), unless ``config`` fixes them; from DEQUANTIZE_ONCE_MIN_BATCH rows a shape may take
+    dequantize-then-cuBLAS instead, when measured faster. CPU tensors run the kernel through
+    Triton's interpreter when ``TRITON_INTERPRET=1``, else ``mxint8_linear_reference``.
     """
     _check_linear_inputs(x, mantissa, scales, bias, group_size)
     _check_kernel_group_size(group_size)
@@ -626,8 +703,12 @@ def mxint8_linear(
         x2d = x2d.to(torch.bfloat16)
     if x2d.stride(1) != 1:
         x2d = x2d.contiguous()
-    if config is None and x.device.type == "cpu":
+    if config is None and _interpreting():
         config = INTERPRETER_CONFIG  # the interpreter never autotunes
-    out = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
-    _launch(x2d, mantissa.contiguous(), scales.contiguous(), bias, out, group_size, config)
+    operands = (x2d, mantissa.contiguous(), scales.contiguous(), bias)
+    if config is None and _decomposition(*operands, group_size) == "dequantize_once":
+        out = _dequantize_then_matmul(*operands, group_size).to(x.dtype)
+    else:
+        out = torch.empty((x2d.shape[0], n), dtype=x.dtype, device=x.device)
+        _launch(*operands, out, group_size, config)
     return out.reshape(*x.shape[:-1], n)

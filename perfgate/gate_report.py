@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from perfgate.gate import GateResult, Verdict
+from perfgate.runs import environment, environment_changes
 
 SHOWN = (Verdict.REGRESSION, Verdict.UNCONFIRMED, Verdict.UNTRUSTED, Verdict.IMPROVEMENT)
 HEADINGS = {
@@ -16,22 +17,7 @@ HEADINGS = {
 
 def environment_difference(baseline_info: dict, current_info: dict) -> list[tuple[str, str, str]]:
     """(what, baseline, current) for each software version or GPU driver that differs."""
-    before = _environment(baseline_info)
-    now = _environment(current_info)
-    return [
-        (key, str(before.get(key)), str(now.get(key)))
-        for key in sorted(set(before) | set(now))
-        if before.get(key) != now.get(key)
-    ]
-
-
-def _environment(machine_info: dict) -> dict:
-    perfgate = machine_info.get("perfgate", {})
-    facts = dict(perfgate.get("software", {}))
-    driver = perfgate.get("gpu_health", {}).get("driver_version")
-    if driver:
-        facts["driver"] = driver
-    return facts
+    return environment_changes(environment(baseline_info), environment(current_info))
 
 
 def _milliseconds(seconds: float) -> str:
