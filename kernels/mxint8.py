@@ -227,15 +227,17 @@ def quantize(
 class MXINT8Linear(nn.Module):
     """``nn.Linear`` with weight and bias stored as MXINT8, like the lab's ``QLinearPacked``.
 
-    Only ~8.25 bits per weight persist. With ``fused`` (the default; an attribute, flip it at
-    will) the forward runs ``kernels.mxint8_linear.mxint8_linear``, which dequantizes inside
-    the matmul, wherever that kernel runs (CUDA, or CPU under TRITON_INTERPRET=1, for bf16,
-    fp16 or fp32 inputs and power-of-two group sizes). Otherwise, as the lab does, it
-    dequantizes the whole weight to bf16, casts it to the input's dtype and calls ``F.linear``;
-    the bf16 weight lives transiently.
+    Only ~8.25 bits per weight persist. By default, as the lab does, every forward dequantizes
+    the whole weight to bf16, casts it to the input's dtype and calls ``F.linear`` (the bf16
+    weight lives transiently). With ``fused`` (an attribute, flip it at will) the forward runs
+    ``kernels.mxint8_linear.mxint8_linear``, which dequantizes inside the matmul, wherever that
+    kernel runs: CUDA, or CPU under TRITON_INTERPRET=1; power-of-two group sizes. It stays off
+    by default until the fused kernel has been measured on a GPU.
     """
 
-    def __init__(self, linear: nn.Linear, group_size: int = DEFAULT_GROUP_SIZE, fused: bool = True):
+    def __init__(
+        self, linear: nn.Linear, group_size: int = DEFAULT_GROUP_SIZE, fused: bool = False
+    ):
         super().__init__()
         if not isinstance(linear, nn.Linear):
             raise TypeError(f"linear must be an nn.Linear, got {type(linear).__name__}")

@@ -50,9 +50,9 @@ def _dequantize_usual(v, e):
     """bf16 of the spec's six steps for int32 mantissas ``v`` and scales ``e`` in 7..252.
 
     There the six steps give ``v / 64 * 2^(e - 127)`` (+0.0 for v = -128), which this builds in
-    about six instructions a value instead of ~20: the mantissa goes into the top fraction bits
+    about six instructions a value instead of ~15: the mantissa goes into the top fraction bits
     of a float32 whose exponent comes from the scale, and one subtraction removes the offset.
-    tests/test_mxint8_linear.py checks it against ``_dequantize_bits`` on every (v, e) pair.
+    tests/test_mxint8_linear.py checks it against the six steps on every usual (v, e) pair.
     """
     # bits (e + 2) << 23 | (v + 128) << 15 are the float32 2^(e-125) * (1 + (v + 128) / 256)
     magic = ((e + 2) << 23) | (128 << 15)
@@ -359,10 +359,6 @@ class LinearConfig:
     def grid(self, m: int, n: int) -> tuple[int, int]:
         return triton.cdiv(m, self.block_m) * triton.cdiv(n, self.block_n), self.split_k
 
-    def k_blocks(self, k: int) -> int:
-        """K blocks each split covers."""
-        return triton.cdiv(triton.cdiv(k, self.split_k), self.block_k)
-
     def workspace_elements(self, m: int, n: int) -> int:
         """float32 elements of the partial tiles a split-K launch stores (0 without a split)."""
         if self.split_k == 1:
@@ -370,16 +366,21 @@ class LinearConfig:
         return self.grid(m, n)[0] * self.split_k * self.block_m * self.block_n
 
 
-# Under TRITON_INTERPRET=1 (CPU CI) one config and no tuning: big enough to keep the
-# interpreter's per-program overhead low, small enough that test shapes of ~100 hold several
-# tiles and ragged tails.
-INTERPRETER_CONFIG = LinearConfig(block_m=16, block_n=32, block_k=64)
+# Under TRITON_INTERPRET=1 (CPU CI) one config and no tuning. The interpreter's cost is per
+# program and op, not per value, so big tiles: the quick tier's BERT-small forward takes 3.6 s
+# with these, 37 s with 16 x 32 x 64 ones (9 s dequantizing first).
+INTERPRETER_CONFIG = LinearConfig(64, 128, 128)
 # (block_m, block_n, block_k, num_warps, num_stages) per batch bucket, before the K split.
 # block_n is 64 per 4 warps: Hopper's wgmma then takes the weight from registers (measured in
 # SASS: narrower tiles fall back to mma.sync and cost 2-5x more instructions per weight).
 _TILES_GEMV = [(16, 64, 128, 4, 4), (16, 64, 256, 4, 3), (16, 128, 128, 8, 4), (16, 128, 256, 8, 3)]
 _TILES_SMALL = [(64, 128, 128, 8, 4), (64, 64, 128, 4, 4), (64, 128, 256, 8, 3)]
-_TILES_LARGE = [(128, 128, 64, 8, 4), (256, 128, 64, 8, 3), (128, 128, 128, 8, 3)]
+_TILES_LARGE = [
+    (128, 64, 64, 4, 4),
+    (128, 128, 64, 8, 4),
+    (256, 128, 64, 8, 3),
+    (128, 128, 128, 8, 3),
+]
 _PROGRAMS_PER_SM = 2  # enough tiles in flight to keep HBM busy while the weight streams
 
 
@@ -397,17 +398,16 @@ def _tile_shapes(m: int) -> list[tuple[int, int, int, int, int]]:
     return _TILES_LARGE
 
 
-def _split_k(m: int, n: int, k: int, block_m: int, block_n: int, block_k: int) -> int:
-    """Smallest power-of-two split giving every SM a couple of programs, each >= 2 K blocks.
-
-    Only for row tiles of <= 64: past that the partial tiles' float32 traffic outweighs it.
-    """
-    tiles = triton.cdiv(m, block_m) * triton.cdiv(n, block_n)
+def _split_k(bucket: int, n: int, k: int, block_m: int, block_n: int, block_k: int) -> int:
+    """Smallest power-of-two split that gives every SM a couple of programs, while each split
+    keeps >= 2 K blocks and the float32 partial tiles (written and read back) stay under half
+    the weight's bytes: 16 * split * batch <= K."""
+    tiles = triton.cdiv(bucket, block_m) * triton.cdiv(n, block_n)
     split = 1
     while (
-        block_m <= 64
-        and tiles * split < _PROGRAMS_PER_SM * _sm_count()
+        tiles * split < _PROGRAMS_PER_SM * _sm_count()
         and k >= 4 * split * block_k
+        and 16 * 2 * split * bucket <= k
     ):
         split *= 2
     return split
@@ -423,9 +423,9 @@ def _sm_count() -> int:
 def candidate_configs(m: int, n: int, k: int) -> list[LinearConfig]:
     """The configs the autotuner times for an (m, n, k) problem: a few tile shapes for the batch
     bucket, each with the K split its shape calls for and with half that."""
-    configs = []
+    configs = []  # from the batch bucket alone, so one autotuner key has one candidate set
     for bm, bn, bk, warps, stages in _tile_shapes(m):
-        split = _split_k(m, n, k, bm, bn, bk)
+        split = _split_k(_m_bucket(m), n, k, bm, bn, bk)
         for s in sorted({split, max(split // 2, 1)}):
             configs.append(LinearConfig(bm, bn, bk, s, warps, stages))
     return configs
@@ -650,7 +650,7 @@ def _dequantize_then_matmul(x2d, mantissa, scales, bias, group_size) -> torch.Te
 
 
 def _decomposition(x2d, mantissa, scales, bias, group_size) -> str:
-    """ "fused" or "dequantize_once" for this problem's shape, measured once per shape."""
+    """How to run this shape, 'fused' or 'dequantize_once': timed on its first call."""
     m, k = x2d.shape
     if m < DEQUANTIZE_ONCE_MIN_BATCH or x2d.device.type != "cuda":
         return "fused"
@@ -690,8 +690,10 @@ def mxint8_linear(
 
     On CUDA the block sizes and K split are autotuned per (batch bucket, N, K, group size,
     bias), unless ``config`` fixes them; from DEQUANTIZE_ONCE_MIN_BATCH rows a shape may take
-    dequantize-then-cuBLAS instead, when measured faster. CPU tensors run the kernel through
-    Triton's interpreter when ``TRITON_INTERPRET=1``, else ``mxint8_linear_reference``.
+    dequantize-then-cuBLAS instead, when measured faster. Both choices time kernels on a
+    shape's first call, so make that call outside CUDA graph capture. CPU tensors run the
+    kernel through Triton's interpreter when ``TRITON_INTERPRET=1``, else
+    ``mxint8_linear_reference``.
     """
     _check_linear_inputs(x, mantissa, scales, bias, group_size)
     _check_kernel_group_size(group_size)
