@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import pytest
@@ -150,16 +151,13 @@ def pytest_runtest_call(item: pytest.Item):
         return (yield)
 
 
-class _skip_on_out_of_memory:  # noqa: N801 - used as a context manager
+@contextlib.contextmanager
+def _skip_on_out_of_memory():
     """Turns an out-of-memory error into a skip with the reason, so the matrix goes on."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind, error, traceback) -> bool:
-        if kind is not None and issubclass(kind, torch.OutOfMemoryError):
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
-            reason = str(error).splitlines()[0] if str(error) else "out of memory"
-            pytest.skip(f"out of memory for this parameter: {reason}")
-        return False
+    try:
+        yield
+    except torch.OutOfMemoryError as error:
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        reason = str(error).splitlines()[0] if str(error) else "out of memory"
+        pytest.skip(f"out of memory for this parameter: {reason}")

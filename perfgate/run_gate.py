@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from perfgate.gate import BenchmarkPair, GateResult, RatioPair, Thresholds, Verdict, gate_results
+from perfgate.stats import median
 
 
 @dataclass(frozen=True)
@@ -30,9 +31,7 @@ class Measured:
 
     @property
     def median(self) -> float:
-        ordered = sorted(self.samples)
-        middle = len(ordered) // 2
-        return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+        return median(self.samples)
 
 
 def measured_from_session(benchmarks: Iterable) -> dict[str, Measured]:

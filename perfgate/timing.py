@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import re
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -223,14 +222,6 @@ class _Rotation:
 def rotation_count(bytes_per_call: int, cache_bytes: int, minimum: int = 2) -> int:
     """Buffer sets to rotate through so their footprint is at least 4x the cache."""
     return max(minimum, math.ceil(4 * cache_bytes / max(bytes_per_call, 1)))
-
-
-def median_seconds(benchmark) -> float | None:
-    """Median seconds per iteration of the case just timed, or None when timing was disabled."""
-    stats = getattr(benchmark, "stats", None)
-    if stats is None:
-        return None
-    return statistics.median(stats.stats.data)
 
 
 def scaled_perf_counter(seconds_per_unit: float) -> Callable[[], float]:

@@ -98,3 +98,22 @@ def test_bad_gate_threshold_is_a_usage_error(bench_project):
     result = run(bench_project, "--perf-gate", "--perf-gate-threshold=fast")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--perf-gate-threshold 'fast'*FAMILY=FRACTION*"])
+
+
+def test_out_of_memory_skips_the_case_and_the_run_goes_on(pytester: pytest.Pytester):
+    pytester.makepyfile(
+        test_oom="""
+        import torch
+
+        def test_too_large():
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")
+
+        def test_next():
+            pass
+        """
+    )
+    result = run(pytester, "-rs")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        ["*out of memory for this parameter: CUDA out of memory*", "*1 passed, 1 skipped*"]
+    )
