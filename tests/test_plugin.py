@@ -79,8 +79,10 @@ def test_gate_fails_a_2x_slowdown_and_passes_an_unchanged_run(bench_project, mon
 
     monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.002")
     unchanged = run(bench_project, "--perf-gate")
-    assert unchanged.ret == 0
-    unchanged.stdout.fnmatch_lines(["*perfgate gate against*1 unchanged*"])
+    output = unchanged.stdout.str()
+    # on a loaded CI machine a busy wait can overshoot once (then "unconfirmed"), never twice
+    assert unchanged.ret == 0, output
+    assert "perfgate gate against" in output and "Confirmed regressions" not in output
 
 
 def test_gate_threshold_marker_beats_the_default(bench_project, monkeypatch):
