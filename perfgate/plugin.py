@@ -8,7 +8,7 @@ import itertools
 import pytest
 import torch
 
-from perfgate import baselines, gate_session, hardware, timing
+from perfgate import baselines, gate_session, hardware, host_memory, timing
 from perfgate.timing import Budget, copy_bandwidth_gbps
 
 TIERS = {
@@ -19,6 +19,8 @@ TIERS = {
     # nightly GPU: every size, more rounds
     "full": Budget(round_seconds=0.01, case_seconds=1.5, min_rounds=15, max_rounds=200),
 }
+
+HOST_MALLOC = pytest.StashKey[str]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,6 +44,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="profile each selected case with torch.profiler instead of timing it: writes "
         "DIR/<test>.txt (top operators) and DIR/<test>.trace.json (Chrome trace)",
     )
+    group.addoption(
+        "--perf-malloc",
+        choices=("retain", "default"),
+        default="retain",
+        help="host allocator for CPU benchmarks: retain (glibc keeps freed memory, so calls do "
+        "not page-fault their temporaries in again; steadier CPU timings) or default (glibc as "
+        "configured). Default: retain",
+    )
     baselines.add_options(group)
     gate_session.add_options(group)
 
@@ -56,6 +66,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(gate_session.GateSession(config), "perfgate-gate")
     if config.getoption("--perf-profile"):
         timing.set_profile_dir(config.getoption("--perf-profile"))
+    config.stash[HOST_MALLOC] = host_memory.DEFAULT
+    if "cpu" in selected_devices(config) and config.getoption("--perf-malloc") == "retain":
+        config.stash[HOST_MALLOC] = host_memory.retain_freed_memory()
     config.addinivalue_line(
         "markers",
         "perfgate(family=None, threshold=None): experiment family and a per-test regression "
@@ -136,6 +149,7 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
         "software": hardware.software_versions(),
         "gpu_health": hardware.gpu_health() if use_cuda else {"available": False},
         "tier": config.getoption("--perf-tier"),
+        "host_malloc": config.stash.get(HOST_MALLOC, host_memory.DEFAULT),
     }
 
 

@@ -61,9 +61,12 @@ class Run:
 
 
 def environment(machine_info: dict) -> dict:
-    """Software versions (python, torch, cuda, cudnn, triton) and the GPU driver of a run."""
+    """Software versions (python, torch, cuda, cudnn, triton), the GPU driver and the host
+    allocator setting of a run."""
     perfgate = machine_info.get("perfgate", {})
     facts = dict(perfgate.get("software", {}))
+    if "host_malloc" in perfgate:
+        facts["host malloc"] = perfgate["host_malloc"]
     driver = perfgate.get("gpu_health", {}).get("driver_version")
     if driver:
         facts["driver"] = driver

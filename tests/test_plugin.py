@@ -56,6 +56,18 @@ def test_saving_twice_keeps_both_runs_under_the_hardware_key(bench_project):
     assert saved["machine_info"]["perfgate"]["hardware_key"] == runs[0].parent.parent.name
 
 
+@pytest.mark.parametrize(
+    ("option", "expected"),
+    [(None, "retained"), ("--perf-malloc=default", "glibc default")],
+)
+def test_the_host_allocator_setting_is_saved_with_the_run(bench_project, option, expected):
+    args = ["--device", "cpu", "--benchmark-save=run", *([option] if option else [])]
+    assert run(bench_project, *args).ret == 0
+    saved = json.loads(saved_runs(bench_project)[0].read_text())
+    setting = saved["machine_info"]["perfgate"]["host_malloc"]
+    assert expected in setting or setting.startswith("unchanged")
+
+
 def test_corrupt_baseline_is_an_error_naming_the_file(bench_project):
     assert run(bench_project, "--benchmark-save=good").ret == 0
     corrupt = saved_runs(bench_project)[0].with_name("0002_truncated.json")
