@@ -77,6 +77,35 @@ def newest_run(folder: Path) -> Path | None:
     return runs[-1] if runs else None
 
 
+MAX_SET_RUNS = 5
+
+
+def run_name(path: Path) -> str:
+    """The name a run was saved under: ``cpu-default`` for ``0004_cpu-default.json``."""
+    return Path(path).stem.partition("_")[2]
+
+
+def baseline_set(path: Path, environment_of) -> list[Path]:
+    """``path`` and the runs saved just before it under the same name, in the same environment
+    (``environment_of(run)`` equal), oldest first, at most MAX_SET_RUNS.
+
+    Saving a baseline several times in a row (``--benchmark-save=cpu-default`` three times) makes
+    a set, from which the gate learns how much the machine's sessions differ; another name, or
+    a run in another environment, ends the set.
+    """
+    path = Path(path)
+    newest = load_run(path)
+    earlier = [p for p in saved_runs(path.parent) if p.name < path.name]
+    members = [path]
+    for candidate in reversed(earlier):
+        if len(members) == MAX_SET_RUNS or run_name(candidate) != run_name(path):
+            break
+        if environment_of(load_run(candidate)) != environment_of(newest):
+            break
+        members.insert(0, candidate)
+    return members
+
+
 def load_run(path: Path) -> dict:
     """Read a pytest-benchmark JSON run, or raise BaselineError naming the file."""
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from perfgate import timing
-from perfgate.baselines import load_run
+from perfgate.baselines import baseline_set, load_run
 from perfgate.gate import Thresholds, Verdict
 from perfgate.gate_report import environment_difference, markdown, terminal_lines
 from perfgate.run_gate import (
@@ -18,6 +18,7 @@ from perfgate.run_gate import (
     rerun_names,
     run_gate,
 )
+from perfgate.runs import environment
 
 
 def add_options(group) -> None:
@@ -70,6 +71,17 @@ def untrusted_reason(*machine_infos: dict) -> str | None:
     return "; ".join(reasons) or None
 
 
+def describe_baseline(members: list[Path]) -> str:
+    """The newest run's path, and the set it belongs to when there is one."""
+    if len(members) == 1:
+        return str(members[0])
+    earlier = ", ".join(p.name for p in members[:-1])
+    return (
+        f"{members[-1]} (a set with {earlier}: each benchmark is compared with its slowest run "
+        "in the set, each ratio with its worst)"
+    )
+
+
 class GateSession:
     """The gate's state for one pytest session; registered as a plugin when --perf-gate is on."""
 
@@ -111,7 +123,8 @@ class GateSession:
         if not path.is_absolute():  # pytest-benchmark keys runs by their path in the storage
             path = Path(str(benchmarks.storage.path)) / path
         baseline_run = load_run(path)
-        baseline = measured_from_run(baseline_run["benchmarks"])
+        members = baseline_set(path, lambda run: environment(run.get("machine_info", {})))
+        baselines = [measured_from_run(load_run(p)["benchmarks"]) for p in members]
         current = measured_from_session(benchmarks.benchmarks)
         current_info = benchmarks.get_machine_info()
         inputs = GateInputs(
@@ -119,20 +132,21 @@ class GateSession:
             self.thresholds,
             untrusted_reason(baseline_run.get("machine_info", {}), current_info),
         )
-        results = run_gate(baseline, current, inputs)
+        results = run_gate(baselines, current, inputs)
         flagged = {r.name for r in results if r.verdict is Verdict.UNCONFIRMED}
         if flagged:
             names = rerun_names(results, current)
             self._say(f"perfgate gate: re-running {len(names)} benchmarks to confirm")
             confirmation = measured_from_session(self.rerun(session, names))
-            results = run_gate(baseline, current, inputs, confirmation)
+            results = run_gate(baselines, current, inputs, confirmation)
         regressed = {r.name for r in results if r.verdict is Verdict.REGRESSION}
         if regressed:
             self.profile(session, regressed)
-        environment = environment_difference(baseline_run.get("machine_info", {}), current_info)
-        self.lines = terminal_lines(results, environment, str(path))
+        changes = environment_difference(baseline_run.get("machine_info", {}), current_info)
+        label = describe_baseline(members)
+        self.lines = terminal_lines(results, changes, label)
         self.report_path.parent.mkdir(parents=True, exist_ok=True)
-        self.report_path.write_text(markdown(results, environment, str(path)))
+        self.report_path.write_text(markdown(results, changes, label))
         self.lines.append(f"perfgate gate: summary written to {self.report_path}")
         self.failed = bool(regressed)
 

@@ -97,6 +97,22 @@ def test_gate_fails_a_2x_slowdown_and_passes_an_unchanged_run(bench_project, mon
     assert "perfgate gate against" in output and "Confirmed regressions" not in output
 
 
+def test_gate_learns_the_machines_spread_from_a_baseline_set(bench_project, monkeypatch):
+    # two sessions of one machine, 2 ms and 3 ms: a 3 ms run is inside the set's spread
+    assert run(bench_project, "--benchmark-save=baseline").ret == 0
+    monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.003")
+    assert run(bench_project, "--benchmark-save=baseline").ret == 0
+    result = run(bench_project, "--perf-gate")
+    output = result.stdout.str()
+    assert result.ret == 0, output
+    assert "a set with 0001_baseline.json" in output
+    # ... but the newer run alone, under another name, would not have taught it that
+    monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.002")
+    assert run(bench_project, "--benchmark-save=other").ret == 0
+    monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.003")
+    assert run(bench_project, "--perf-gate").ret == pytest.ExitCode.TESTS_FAILED
+
+
 def test_gate_threshold_marker_beats_the_default(bench_project, monkeypatch):
     bench_project.makepyfile(
         test_bench=BENCHMARK.replace(

@@ -57,13 +57,13 @@ def test_ratio_collapse_is_a_regression_even_when_both_times_moved_together():
     # flash moved 5 % (under the 10 % time threshold) but naive got much faster, so fusion's
     # advantage collapsed: the speedup fell from 2.6x to 1.4x
     current = run_of(attention("naive", 14.7e-6, 2), attention("flash", 10.5e-6, 3))
-    first = run_gate(baseline, current, INPUTS)
+    first = run_gate([baseline], current, INPUTS)
     flash = next(r for r in first if r.name.endswith("flash-fp16]"))
     assert flash.verdict is Verdict.UNCONFIRMED and "speedup over naive" in flash.message
     names = rerun_names(first, current)
     assert names == {attention("flash", 1, 0).fullname, attention("naive", 1, 0).fullname}
     again = run_of(attention("naive", 14.8e-6, 4), attention("flash", 10.4e-6, 5))
-    confirmed = run_gate(baseline, current, INPUTS, again)
+    confirmed = run_gate([baseline], current, INPUTS, again)
     flash = next(r for r in confirmed if r.name.endswith("flash-fp16]"))
     assert flash.verdict is Verdict.REGRESSION
 
@@ -72,7 +72,7 @@ def test_fraction_of_copy_is_gated_as_a_ratio():
     name = "perf_tests/test_mxint8.py::test_dequantize[cuda-268435456-triton-32]"
     baseline = {name: Measured(name, rounds(277e-6, 0), {}, {"fraction_of_copy": 0.99})}
     current = {name: Measured(name, rounds(277e-6, 1), {}, {"fraction_of_copy": 0.60})}
-    (result,) = run_gate(baseline, current, INPUTS)
+    (result,) = run_gate([baseline], current, INPUTS)
     assert result.verdict is Verdict.UNCONFIRMED
     assert "fraction of the copy roofline" in result.message
 
@@ -81,7 +81,7 @@ def test_peak_memory_growth_needs_no_rerun():
     name = "perf_tests/test_mxint8.py::test_encoder[cuda-bert-basex8x128-mxint8]"
     baseline = {name: Measured(name, rounds(17e-3, 0), {}, {"peak_bytes": 235_744_768})}
     current = {name: Measured(name, rounds(17e-3, 1), {}, {"peak_bytes": 300_000_000})}
-    (result,) = run_gate(baseline, current, INPUTS)
+    (result,) = run_gate([baseline], current, INPUTS)
     assert result.verdict is Verdict.REGRESSION and "peak memory" in result.message
 
 
@@ -94,5 +94,36 @@ def test_host_bound_cases_are_reported_not_gated():
     name = "perf_tests/test_compile.py::test_resnet18_steady[cuda-1-compiled]"
     baseline = {name: Measured(name, rounds(1.46e-3, 0), {}, {"host_bound": True})}
     current = {name: Measured(name, rounds(1.80e-3, 1), {}, {"host_bound": True})}
-    (result,) = run_gate(baseline, current, INPUTS)
+    (result,) = run_gate([baseline], current, INPUTS)
     assert result.verdict is Verdict.UNTRUSTED and "host-bound" in result.message
+
+
+def test_a_baseline_set_compares_each_benchmark_with_its_slowest_run():
+    # the machine's sessions differ by 25 %: the current run sits inside that spread
+    quick = run_of(attention("naive", 20e-6, 0), attention("flash", 8e-6, 1))
+    slow = run_of(attention("naive", 25e-6, 2), attention("flash", 10e-6, 3))
+    current = run_of(attention("naive", 24e-6, 4), attention("flash", 9.8e-6, 5))
+    against_one = {r.name: r.verdict for r in run_gate([quick], current, INPUTS)}
+    against_set = {r.name: r.verdict for r in run_gate([quick, slow], current, INPUTS)}
+    assert Verdict.UNCONFIRMED in against_one.values()
+    assert set(against_set.values()) == {Verdict.UNCHANGED}
+
+
+def test_a_baseline_set_still_flags_what_is_slower_than_all_its_runs():
+    quick = run_of(attention("naive", 20e-6, 0), attention("flash", 8e-6, 1))
+    slow = run_of(attention("naive", 25e-6, 2), attention("flash", 10e-6, 3))
+    current = run_of(attention("naive", 25e-6, 4), attention("flash", 12.5e-6, 5))
+    flash = attention("flash", 1, 0).fullname
+    verdicts = {r.name: r.verdict for r in run_gate([quick, slow], current, INPUTS)}
+    assert verdicts[flash] is Verdict.UNCONFIRMED  # +25 % on the slowest run, not re-run yet
+
+
+def test_worst_ratio_of_a_set_is_the_reference():
+    good = run_of(attention("naive", 26e-6, 0), attention("flash", 10e-6, 1))  # 2.6x
+    poor = run_of(attention("naive", 22e-6, 2), attention("flash", 10e-6, 3))  # 2.2x
+    current = run_of(attention("naive", 21e-6, 4), attention("flash", 10e-6, 5))  # 2.1x
+    flash = attention("flash", 1, 0).fullname
+    verdicts = {r.name: r.verdict for r in run_gate([good, poor], current, INPUTS)}
+    assert verdicts[flash] is Verdict.UNCHANGED  # -5 % on the worst, within 10 %
+    verdicts = {r.name: r.verdict for r in run_gate([good], current, INPUTS)}
+    assert verdicts[flash] is Verdict.UNCONFIRMED  # -19 % on the best alone
