@@ -4,6 +4,7 @@ the rule flags, else None; ``gate_results`` applies them to ``BenchmarkPair`` ro
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -180,6 +181,9 @@ class BenchmarkPair:
     peak_bytes: tuple[int, int] | None = None  # (baseline, current) peak memory, bytes
     ratios: Sequence[RatioPair] = ()
     untrusted: str | None = None  # why this measurement cannot be trusted, e.g. "GPU throttled"
+    # A baseline set's fastest run: an improvement must beat it (``baseline`` is the slowest)
+    fastest_baseline: Samples | None = None
+    baseline_spread: float | None = None  # slowest / fastest median of the set, minus 1
 
 
 @dataclass(frozen=True)
@@ -225,6 +229,14 @@ def _failures(
 
 
 def _gate_one(pair: BenchmarkPair, thresholds: Thresholds, run_untrusted: str | None) -> GateResult:
+    result = _verdict(pair, thresholds, run_untrusted)
+    if pair.baseline_spread is None or result.verdict is Verdict.MISSING:
+        return result
+    spread = f" [baseline set spread {pair.baseline_spread:.0%}]"
+    return dataclasses.replace(result, message=result.message + spread)
+
+
+def _verdict(pair: BenchmarkPair, thresholds: Thresholds, run_untrusted: str | None) -> GateResult:
     if pair.baseline is None and pair.current is None:
         raise ValueError(f"{pair.name}: baseline and current are both None")
     if pair.baseline is None or pair.current is None:
@@ -243,7 +255,10 @@ def _gate_one(pair: BenchmarkPair, thresholds: Thresholds, run_untrusted: str | 
         verdict = Verdict.REGRESSION if confirmed else Verdict.UNCONFIRMED
         message = "; ".join(confirmed + unconfirmed)
         return GateResult(verdict=verdict, message=message, confirmation=second, **row)
-    if message := TimeImprovement(threshold, thresholds.alpha).fails(first):
+    best = first
+    if pair.fastest_baseline is not None:
+        best = compare_samples(pair.fastest_baseline, pair.current)
+    if message := TimeImprovement(threshold, thresholds.alpha).fails(best):
         return GateResult(verdict=Verdict.IMPROVEMENT, message=message, **row)
     return GateResult(verdict=Verdict.UNCHANGED, message=first.describe(), **row)
 

@@ -146,14 +146,14 @@ class GateInputs:
     untrusted: str | None = None
 
 
-def slowest_of(runs: list[dict[str, Measured]]) -> dict[str, Measured]:
-    """Per benchmark, its measurement from the run where its median was highest."""
-    slowest: dict[str, Measured] = {}
+def slowest_of(runs: list[dict[str, Measured]], fastest: bool = False) -> dict[str, Measured]:
+    """Per benchmark, its measurement from the run where its median was highest (or lowest)."""
+    kept: dict[str, Measured] = {}
     for run in runs:
         for name, measured in run.items():
-            if name not in slowest or measured.median > slowest[name].median:
-                slowest[name] = measured
-    return slowest
+            if name not in kept or (measured.median < kept[name].median) == fastest:
+                kept[name] = measured
+    return kept
 
 
 def worst_ratios(runs: list[dict[str, Measured]]) -> dict[str, list[tuple[str, float, bool, str]]]:
@@ -182,6 +182,7 @@ def pairs_for(
     the slowest of the baseline runs (one run, or a set saved under one name)."""
     confirmation = confirmation or {}
     baseline = slowest_of(baselines)
+    fastest = slowest_of(baselines, fastest=True) if len(baselines) > 1 else {}
     baseline_ratios = worst_ratios(baselines)
     current_ratios = same_run_ratios(current)
     confirmed_run = {**current, **confirmation}
@@ -212,9 +213,17 @@ def pairs_for(
                 peak_bytes=peak,
                 ratios=ratios,
                 untrusted=HOST_BOUND_REASON if host_bound else None,
+                fastest_baseline=fastest[name].samples if name in fastest else None,
+                baseline_spread=_spread(before, fastest.get(name)),
             )
         )
     return pairs
+
+
+def _spread(slowest: Measured | None, fastest: Measured | None) -> float | None:
+    if slowest is None or fastest is None or fastest.median <= 0:
+        return None
+    return slowest.median / fastest.median - 1.0
 
 
 def _ratio_pairs(before: list, now: list, again: list, threshold: float | None) -> list[RatioPair]:

@@ -127,3 +127,16 @@ def test_worst_ratio_of_a_set_is_the_reference():
     assert verdicts[flash] is Verdict.UNCHANGED  # -5 % on the worst, within 10 %
     verdicts = {r.name: r.verdict for r in run_gate([good], current, INPUTS)}
     assert verdicts[flash] is Verdict.UNCONFIRMED  # -19 % on the best alone
+
+
+def test_an_improvement_on_a_baseline_set_must_beat_its_fastest_run():
+    quick = run_of(attention("naive", 20e-6, 0), attention("flash", 8e-6, 1))
+    slow = run_of(attention("naive", 20e-6, 2), attention("flash", 10e-6, 3))
+    current = run_of(attention("naive", 20e-6, 4), attention("flash", 8.5e-6, 5))
+    flash = attention("flash", 1, 0).fullname
+    assert {r.name: r.verdict for r in run_gate([slow], current, INPUTS)}[flash] is (
+        Verdict.IMPROVEMENT
+    )
+    assert {r.name: r.verdict for r in run_gate([quick, slow], current, INPUTS)}[flash] is (
+        Verdict.UNCHANGED
+    )
