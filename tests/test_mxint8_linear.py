@@ -156,6 +156,7 @@ def test_autotuned_launch_times_only_the_candidates_and_runs_the_fastest(monkeyp
     # The CUDA path, minus CUDA: the interpreter runs the chosen config; timing is faked
     autotuner = fl._mxint8_linear_autotuned
     monkeypatch.setattr(autotuner, "cache", {})
+    monkeypatch.setattr(fl, "_tuned", {})
     timed = []
 
     def fake_do_bench(kernel_call, quantiles):
@@ -174,6 +175,15 @@ def test_autotuned_launch_times_only_the_candidates_and_runs_the_fastest(monkeyp
     assert fl.tuned_config(m, n, k, 32) == candidates[0]
     assert any(c.split_k > 1 for c in candidates)
     assert_close_to_reference(out, x, mantissa, scales, bias, 32)
+
+    # later calls launch the tuned config directly, without the autotuner's per-call work
+    def no_autotuner(*args, **kwargs):
+        raise AssertionError("the autotuner ran again for a tuned problem")
+
+    monkeypatch.setattr(autotuner, "run", no_autotuner)
+    again = torch.empty(m, n, dtype=torch.bfloat16)
+    fl._launch(x, mantissa, scales, bias, again, 32, None)
+    assert torch.equal(again, out)
 
 
 @pytest.mark.parametrize("m", [1, 16, 17, 64, 100, 256, 300, 512, 4096])
@@ -398,6 +408,18 @@ def test_every_gemv_candidate_config_matches_reference(config):
     x = activations((16, 4096), torch.bfloat16, "cuda")
     y = fl.mxint8_linear(x, mantissa, scales, None, 32, config=config)
     assert_close_to_reference(y, x, mantissa, scales, None, 32)
+
+
+@pytest.mark.gpu
+@requires_cuda
+@pytest.mark.parametrize("group_size", [32, 128])
+@pytest.mark.parametrize("config", fl.candidate_configs(512, 14336, 4096), ids=str)
+def test_every_large_batch_candidate_config_matches_reference(config, group_size):
+    # (256, 128, 64) with 3 pipeline stages once gave NaN here at group 128 only
+    mantissa, scales = quantized_weight(14336, 4096, group_size, "cuda")
+    x = activations((512, 4096), torch.bfloat16, "cuda")
+    y = fl.mxint8_linear(x, mantissa, scales, None, group_size, config=config)
+    assert_close_to_reference(y, x, mantissa, scales, None, group_size)
 
 
 @pytest.mark.gpu
