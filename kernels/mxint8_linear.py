@@ -622,8 +622,9 @@ def _launch(x2d, mantissa, scales, bias, out, group_size, config: LinearConfig |
             _tuned[key] = _autotuner_choice(*key[:5])
             return
     grid, meta = _launch_plan(config, m, n, k, _interpreting())
-    workspace = torch.empty(max(config.workspace_elements(m, n), 1), dtype=torch.float32,
-                            device=out.device)
+    workspace = torch.empty(
+        max(config.workspace_elements(m, n), 1), dtype=torch.float32, device=out.device
+    )
     counters = _split_k_counters(out.device, grid[0])
     _mxint8_linear_kernel[grid](
         x2d, mantissa, scales, bias if bias is not None else out, out, workspace, counters,
