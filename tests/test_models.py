@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -16,7 +17,7 @@ from perf_tests.models import (
     quantize_linears,
 )
 from perfgate.hardware import slug
-from perfgate.timing import Budget, plan_rounds, rotation_count
+from perfgate.timing import Budget, copy_bandwidth_gbps, plan_rounds, rotation_count
 
 
 def test_resnet18_has_torchvisions_parameter_count_and_imagenet_head():
@@ -55,3 +56,16 @@ def test_rotation_count_outgrows_the_cache_four_times():
 def test_hardware_key_is_folder_safe():
     assert slug("NVIDIA H100 80GB HBM3") == "NVIDIA-H100-80GB-HBM3"
     assert slug("AMD EPYC 7B13 (64-Core)/2cores") == "AMD-EPYC-7B13-64-Core-2cores"
+
+
+def test_copy_roofline_on_the_cpu_is_a_plausible_bandwidth():
+    gbps = copy_bandwidth_gbps(2**22, torch.device("cpu"))
+    assert 0.1 < gbps < 10_000
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("total_bytes", [2**21, 2**28])
+def test_copy_roofline_on_cuda_is_a_plausible_bandwidth(total_bytes):
+    gbps = copy_bandwidth_gbps(total_bytes, torch.device("cuda"))
+    assert 10 < gbps < 20_000
