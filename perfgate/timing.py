@@ -266,13 +266,14 @@ def copy_bandwidth_gbps(total_bytes: int, device: torch.device) -> float:
         seconds = min(seconds_per_call(lambda: target.copy_(source), device, 5) for _ in range(3))
         return 2 * half / seconds / 1e9
     sets = rotation_count(2 * half, l2_cache_bytes(device))
+    words = max(half // 4, 1)  # int32 words: PyTorch's uint8 copy is slower at a few MB
     pairs = [
-        (torch.randint(0, 255, (half,), dtype=torch.uint8, device=device),
-         torch.empty(half, dtype=torch.uint8, device=device))
+        (torch.ones(words, dtype=torch.int32, device=device),
+         torch.empty(words, dtype=torch.int32, device=device))
         for _ in range(sets)
     ]  # fmt: skip
     calls = [lambda pair=pair: pair[1].copy_(pair[0]) for pair in pairs]
-    return 2 * half / graph_seconds_per_call(calls, device) / 1e9
+    return 2 * 4 * words / graph_seconds_per_call(calls, device) / 1e9
 
 
 def graph_seconds_per_call(calls: Sequence[Callable[[], object]], device: torch.device) -> float:
