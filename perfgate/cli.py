@@ -38,8 +38,8 @@ EXAMPLES = {
   perfgate history 'test_dequantize*triton-32]' --hardware NVIDIA-H100-80GB-HBM3 --out plots/""",
     "report": """\
   perfgate report                           # the newest run of this hardware
-  perfgate report baselines/NVIDIA-H100-80GB-HBM3/*/0001_h100-full.json \\
-      baselines/AMD-EPYC-2cores/*/0001_cpu-default.json --out docs/report""",
+  perfgate report baselines/NVIDIA-H100-80GB-HBM3/*/0002_h100-full-graph-copy.json \\
+      baselines/AMD-EPYC-2cores/*/0006_cpu-default.json --out docs/report""",
     "profile": """\
   perfgate profile 'perf_tests/test_sdpa.py::test_attention[cpu-32x8x128x64-naive-fp32]'
   perfgate profile 'perf_tests/test_sdpa.py::test_attention[cuda-32x8x128x64-flash-fp16]' \\
