@@ -499,10 +499,14 @@ _mxint8_linear_autotuned = triton.autotune(
 )(_mxint8_linear)
 
 
-def tuned_config(m: int, n: int, k: int, group_size: int) -> LinearConfig | None:
-    """The autotuner's choice for a problem it has tuned, else None."""
+def tuned_config(
+    m: int, n: int, k: int, group_size: int, has_bias: bool | None = None
+) -> LinearConfig | None:
+    """The autotuner's choice for a problem it has tuned (with or without a bias when
+    ``has_bias`` says which), else None."""
     for key, config in _mxint8_linear_autotuned.cache.items():
-        if tuple(key[:4]) == (_m_bucket(m), n, k, group_size):
+        same_bias = has_bias is None or key[4] == has_bias
+        if tuple(key[:4]) == (_m_bucket(m), n, k, group_size) and same_bias:
             return _from_triton_config(config)
     return None
 
@@ -619,18 +623,15 @@ def _launch(x2d, mantissa, scales, bias, out, group_size, config: LinearConfig |
         config = _tuned.get(key)
         if config is None:
             _autotune(x2d, mantissa, scales, bias, out, group_size)
-            _tuned[key] = _autotuner_choice(*key[:5])
+            _tuned[key] = tuned_config(m, n, k, group_size, bias is not None)
             return
     grid, meta = _launch_plan(config, m, n, k, _interpreting())
     workspace = torch.empty(
         max(config.workspace_elements(m, n), 1), dtype=torch.float32, device=out.device
     )
     counters = _split_k_counters(out.device, grid[0])
-    _mxint8_linear_kernel[grid](
-        x2d, mantissa, scales, bias if bias is not None else out, out, workspace, counters,
-        m, n, k, x2d.stride(0), out.stride(0),
-        M_BUCKET=_m_bucket(m), GROUP_SIZE=group_size, HAS_BIAS=bias is not None, **meta,
-    )  # fmt: skip
+    operands = (x2d, mantissa, scales, bias, out, workspace, counters)
+    _mxint8_linear_kernel[grid](*_arguments(*operands), **_shared_meta(m, bias, group_size), **meta)
 
 
 _tuned: dict[tuple, LinearConfig] = {}  # (batch bucket, N, K, group, has bias, device) -> config
@@ -639,21 +640,17 @@ _tuned: dict[tuple, LinearConfig] = {}  # (batch bucket, N, K, group, has bias, 
 @functools.lru_cache(maxsize=1024)
 def _launch_plan(config: LinearConfig, m: int, n: int, k: int, interpreted: bool):
     """(grid, keyword arguments) of one launch: block sizes, loop trip count, K masking."""
-    per_split = -(-k // config.split_k)
-    k_blocks = -(-per_split // config.block_k)
     meta = dict(
         BLOCK_M=config.block_m,
         BLOCK_N=config.block_n,
         BLOCK_K=config.block_k,
         SPLIT_K=config.split_k,
         GROUP_M=config.group_m,
-        k_blocks=k_blocks,
-        EVEN_K=k % (config.block_k * config.split_k) == 0,
         INTERPRETED=interpreted,
-        K_BLOCKS_INTERPRETED=k_blocks if interpreted else 0,
         num_warps=config.num_warps,
         num_stages=config.num_stages,
     )
+    meta.update(_kernel_arguments(dict(meta, K=k)))
     return config.grid(m, n), meta
 
 
@@ -670,19 +667,22 @@ def _autotune(x2d, mantissa, scales, bias, out, group_size) -> None:
         tiles = triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"])
         return tiles, meta["SPLIT_K"]
 
-    _mxint8_linear_autotuned[grid](
-        x2d, mantissa, scales, bias if bias is not None else out, out, workspace, counters,
-        m, n, k, x2d.stride(0), out.stride(0),
-        M_BUCKET=_m_bucket(m), GROUP_SIZE=group_size, HAS_BIAS=bias is not None,
-        INTERPRETED=_interpreting(),
-    )  # fmt: skip
+    operands = (x2d, mantissa, scales, bias, out, workspace, counters)
+    meta = _shared_meta(m, bias, group_size)
+    _mxint8_linear_autotuned[grid](*_arguments(*operands), **meta, INTERPRETED=_interpreting())
 
 
-def _autotuner_choice(bucket: int, n: int, k: int, group_size: int, has_bias: bool):
-    for key, config in _mxint8_linear_autotuned.cache.items():
-        if tuple(key[:5]) == (bucket, n, k, group_size, has_bias):
-            return _from_triton_config(config)
-    raise RuntimeError(f"the autotuner kept no config for {(bucket, n, k, group_size)}")
+def _arguments(x2d, mantissa, scales, bias, out, workspace, counters) -> tuple:
+    """The kernel's positional arguments; without a bias, ``out`` stands in (never read)."""
+    m, k = x2d.shape
+    n = mantissa.shape[0]
+    bias_or_out = bias if bias is not None else out
+    strides = (x2d.stride(0), out.stride(0))
+    return (x2d, mantissa, scales, bias_or_out, out, workspace, counters, m, n, k, *strides)
+
+
+def _shared_meta(m: int, bias, group_size: int) -> dict:
+    return dict(M_BUCKET=_m_bucket(m), GROUP_SIZE=group_size, HAS_BIAS=bias is not None)
 
 
 def _dequantize_then_matmul(x2d, mantissa, scales, bias, group_size) -> torch.Tensor:

@@ -146,12 +146,21 @@ class GateInputs:
     untrusted: str | None = None
 
 
-def slowest_of(runs: list[dict[str, Measured]], fastest: bool = False) -> dict[str, Measured]:
-    """Per benchmark, its measurement from the run where its median was highest (or lowest)."""
+def slowest_of(runs: list[dict[str, Measured]]) -> dict[str, Measured]:
+    """Per benchmark, its measurement from the run where its median was highest."""
+    return _pick(runs, lambda new, kept: new.median >= kept.median)
+
+
+def fastest_of(runs: list[dict[str, Measured]]) -> dict[str, Measured]:
+    """Per benchmark, its measurement from the run where its median was lowest."""
+    return _pick(runs, lambda new, kept: new.median < kept.median)
+
+
+def _pick(runs: list[dict[str, Measured]], replaces) -> dict[str, Measured]:
     kept: dict[str, Measured] = {}
     for run in runs:
         for name, measured in run.items():
-            if name not in kept or (measured.median < kept[name].median) == fastest:
+            if name not in kept or replaces(measured, kept[name]):
                 kept[name] = measured
     return kept
 
@@ -182,7 +191,7 @@ def pairs_for(
     the slowest of the baseline runs (one run, or a set saved under one name)."""
     confirmation = confirmation or {}
     baseline = slowest_of(baselines)
-    fastest = slowest_of(baselines, fastest=True) if len(baselines) > 1 else {}
+    fastest = fastest_of(baselines) if len(baselines) > 1 else {}
     baseline_ratios = worst_ratios(baselines)
     current_ratios = same_run_ratios(current)
     confirmed_run = {**current, **confirmation}

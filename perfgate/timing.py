@@ -175,15 +175,7 @@ def time_device(
         return profile_calls(benchmark, rotation, device)
     if benchmark.disabled or device.type != "cuda":
         return time_wall(benchmark, rotation, device, budget)
-    for call in calls:  # compile and autotune outside the capture
-        call()
-    synchronize(device)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for call in calls:
-            call()
-    graph.replay()
-    synchronize(device)
+    graph = capture_graph(calls, device)
     per_call = seconds_per_call(graph.replay, device) / len(calls)
     rounds, iterations = plan_rounds(per_call * len(calls), budget)
     host = host_enqueue_seconds(rotation, device, max(3 * len(calls), 30))
@@ -276,9 +268,9 @@ def copy_bandwidth_gbps(total_bytes: int, device: torch.device) -> float:
     return 2 * 4 * words / graph_seconds_per_call(calls, device) / 1e9
 
 
-def graph_seconds_per_call(calls: Sequence[Callable[[], object]], device: torch.device) -> float:
-    """GPU seconds per call of ``calls`` captured once into a CUDA graph: the median of 20
-    replays, each read with CUDA events."""
+def capture_graph(calls: Sequence[Callable[[], object]], device: torch.device):
+    """A CUDA graph of ``calls``, each run once before (compile and autotune outside the
+    capture) and the graph once after, so its first timed replay is warm."""
     for call in calls:
         call()
     synchronize(device)
@@ -287,6 +279,14 @@ def graph_seconds_per_call(calls: Sequence[Callable[[], object]], device: torch.
         for call in calls:
             call()
     graph.replay()
+    synchronize(device)
+    return graph
+
+
+def graph_seconds_per_call(calls: Sequence[Callable[[], object]], device: torch.device) -> float:
+    """GPU seconds per call of ``calls`` captured once into a CUDA graph: the median of 20
+    replays, each read with CUDA events."""
+    graph = capture_graph(calls, device)
     durations = []
     for _ in range(20):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
