@@ -85,22 +85,24 @@ def run_name(path: Path) -> str:
     return Path(path).stem.partition("_")[2]
 
 
-def baseline_set(path: Path, environment_of) -> list[Path]:
+def baseline_set(path: Path, environment_of, load=None) -> list[Path]:
     """``path`` and the runs saved just before it under the same name, in the same environment
     (``environment_of(run)`` equal), oldest first, at most MAX_SET_RUNS.
 
     Saving a baseline several times in a row (``--benchmark-save=cpu-default`` three times) makes
     a set, from which the gate learns how much the machine's sessions differ; another name, or
-    a run in another environment, ends the set.
+    a run in another environment, ends the set. ``load`` reads a run (default ``load_run``; pass
+    a cached one to read each file once).
     """
+    load = load or load_run
     path = Path(path)
-    newest = load_run(path)
+    newest = load(path)
     earlier = [p for p in saved_runs(path.parent) if p.name < path.name]
     members = [path]
     for candidate in reversed(earlier):
         if len(members) == MAX_SET_RUNS or run_name(candidate) != run_name(path):
             break
-        if environment_of(load_run(candidate)) != environment_of(newest):
+        if environment_of(load(candidate)) != environment_of(newest):
             break
         members.insert(0, candidate)
     return members

@@ -3,6 +3,7 @@ profile what is confirmed, report, and set the exit status."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -122,9 +123,10 @@ class GateSession:
         path = Path(next(iter(benchmarks.compared_mapping)))
         if not path.is_absolute():  # pytest-benchmark keys runs by their path in the storage
             path = Path(str(benchmarks.storage.path)) / path
-        baseline_run = load_run(path)
-        members = baseline_set(path, lambda run: environment(run.get("machine_info", {})))
-        baselines = [measured_from_run(load_run(p)["benchmarks"]) for p in members]
+        load = functools.cache(load_run)  # each baseline file is read once
+        baseline_run = load(path)
+        members = baseline_set(path, lambda run: environment(run.get("machine_info", {})), load)
+        baselines = [measured_from_run(load(p)["benchmarks"]) for p in members]
         current = measured_from_session(benchmarks.benchmarks)
         current_info = benchmarks.get_machine_info()
         inputs = GateInputs(
