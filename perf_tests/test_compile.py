@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import statistics
 import time
 
 import pytest
@@ -18,9 +17,20 @@ import torch
 from torch._inductor.utils import fresh_inductor_cache
 
 from perf_tests.models import ResNet18
-from perfgate.timing import seconds_per_call, synchronize, time_rounds, time_wall
+from perfgate.stats import median
+from perfgate.timing import (
+    measured_median,
+    seconds_per_call,
+    synchronize,
+    time_rounds,
+    time_wall,
+)
+from perfgate.verdict import Ratio
 
-pytestmark = pytest.mark.perfgate(family="compile")
+pytestmark = pytest.mark.perfgate(
+    family="compile",
+    ratios=[Ratio("speedup of compiled over eager", key="mode", reference="eager")],
+)
 
 TIERED_PARAMETERS = {
     "batch": {
@@ -84,8 +94,8 @@ def test_resnet18_steady(benchmark, bench_device, perf_budget, resnet18, batch, 
     benchmark.extra_info.update(
         facts, mode=mode, batch=batch, device=device.type, first_call_s=first_call
     )
-    if benchmark.stats is not None:
-        benchmark.extra_info["images_per_s"] = batch / benchmark.stats.stats.median
+    if (seconds := measured_median(benchmark)) is not None:
+        benchmark.extra_info["images_per_s"] = batch / seconds
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -118,15 +128,14 @@ def test_resnet18_calls(benchmark, bench_device, perf_tier, resnet18, calls, mod
         steady = seconds_per_call(lambda: model(x), device, 5)
         run_steady = seconds_per_call(lambda: last["run"](x), device, 5)
 
-    first_call = statistics.median(curve[0] for curve in curves)
+    first_call = median([curve[0] for curve in curves])
     benchmark.extra_info.update(
         mode=mode,
         batch=batch,
         calls=calls,
         device=device.type,
         mean_per_call_s={
-            str(n): statistics.median(curve[i] for curve in curves) / n
-            for i, n in enumerate(checkpoints)
+            str(n): median([curve[i] for curve in curves]) / n for i, n in enumerate(checkpoints)
         },
         first_call_s=first_call,
         eager_steady_s=steady,

@@ -28,8 +28,10 @@ from perfgate.timing import (
     time_device,
     time_wall,
 )
+from perfgate.verdict import Ratio
 
 pytestmark = pytest.mark.perfgate(family="mxint8")
+COPY_FRACTION = Ratio("fraction of the copy roofline", field="fraction_of_copy")
 
 TIERED_PARAMETERS = {
     "elements": {
@@ -101,6 +103,7 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(((a.view(torch.int16) == b.view(torch.int16)) | both_nan).all())
 
 
+@pytest.mark.perfgate(ratios=[COPY_FRACTION])
 @pytest.mark.parametrize("group_size", GROUP_SIZES)
 @pytest.mark.parametrize("implementation", DEQUANTIZER_PARAMS)
 def test_dequantize(
@@ -144,6 +147,12 @@ def relative_error(output: torch.Tensor, reference: torch.Tensor) -> float:
     return ((output.float() - reference).norm() / reference.norm()).item()
 
 
+@pytest.mark.perfgate(
+    ratios=[
+        Ratio("latency relative to dense", key="implementation", reference="dense",
+              higher_is_better=False)
+    ]
+)  # fmt: skip
 @pytest.mark.parametrize("dtype_name", list(ACTIVATION_DTYPES))
 @pytest.mark.parametrize("implementation", LINEAR_IMPLEMENTATIONS)
 def test_linear(
@@ -208,6 +217,10 @@ def forward_peak_bytes(module: nn.Module, x: torch.Tensor, device: torch.device)
 ENCODER_VARIANTS = ["fp32", "bf16", "mxint8"]
 
 
+@pytest.mark.perfgate(
+    ratios=[Ratio("latency relative to fp32", key="variant", reference="fp32",
+                  higher_is_better=False)]
+)  # fmt: skip
 @pytest.mark.parametrize("variant", ENCODER_VARIANTS)
 def test_encoder(benchmark, bench_device, perf_budget, encoder, variant):
     device = bench_device

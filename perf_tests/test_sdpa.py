@@ -16,8 +16,12 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from perfgate.timing import l2_cache_bytes, record_rates, rotation_count, time_device
+from perfgate.verdict import Ratio
 
-pytestmark = pytest.mark.perfgate(family="sdpa")
+pytestmark = pytest.mark.perfgate(
+    family="sdpa",
+    ratios=[Ratio("speedup over naive attention", key="implementation", reference="naive")],
+)
 
 LAB_SHAPE = (32, 8, 128, 64)  # batch, heads, sequence, head dim
 SHAPES = {  # per (device, --perf-tier)

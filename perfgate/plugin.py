@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import itertools
+import warnings
 
 import pytest
 import torch
 
-from perfgate import baselines, gate_session, hardware, host_memory, timing
+from perfgate import _pytest_benchmark, baseline_session, gate, host_memory, machine, timing
+from perfgate.baseline_session import GATE_NOT_RUN, GateCannotRun, Saver
+from perfgate.declarations import MARKER_HELP, declarations, uses_benchmark
 from perfgate.timing import Budget, copy_bandwidth_gbps
 
 TIERS = {
@@ -21,6 +25,9 @@ TIERS = {
 }
 
 HOST_MALLOC = pytest.StashKey[str]()
+SAVER = pytest.StashKey[Saver]()
+# pytest-benchmark options that the perfgate timers set per case from --perf-tier
+IGNORED_OPTIONS = ("--benchmark-min-rounds", "--benchmark-max-time", "--benchmark-min-time")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -52,28 +59,76 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "not page-fault their temporaries in again; steadier CPU timings) or default (glibc as "
         "configured). Default: retain",
     )
-    baselines.add_options(group)
-    gate_session.add_options(group)
+    baseline_session.add_options(group)
+    gate.add_options(group)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-benchmark reads its storage and compare options
 def pytest_configure(config: pytest.Config) -> None:
-    use_cuda = "cuda" in selected_devices(config) and torch.cuda.is_available()
-    if config.getoption("--perf-gate") and not config.getoption("benchmark_compare", None):
-        config.option.benchmark_compare = True
-    baselines.configure_storage(config, hardware.hardware_key(use_cuda))
-    if config.getoption("--perf-gate"):
-        config.pluginmanager.register(gate_session.GateSession(config), "perfgate-gate")
+    config.addinivalue_line("markers", MARKER_HELP)
     if config.getoption("--perf-profile"):
         timing.set_profile_dir(config.getoption("--perf-profile"))
     config.stash[HOST_MALLOC] = host_memory.DEFAULT
     if "cpu" in selected_devices(config) and config.getoption("--perf-malloc") == "retain":
         config.stash[HOST_MALLOC] = host_memory.retain_freed_memory()
-    config.addinivalue_line(
-        "markers",
-        "perfgate(family=None, threshold=None): experiment family and a per-test regression "
-        "threshold (a fraction, 0.1 = 10%) for the perfgate gate",
-    )
+    if not _pytest_benchmark.active(config):
+        return  # -p no:benchmark
+    _warn_ignored_options(config)
+    _check_histogram(config)
+    try:
+        _configure_store_and_gate(config)
+    except GateCannotRun as error:
+        pytest.exit(f"perfgate gate cannot run: {error}", returncode=GATE_NOT_RUN)
+
+
+def _configure_store_and_gate(config: pytest.Config) -> None:
+    use_gate = config.getoption("--perf-gate")
+    devices = selected_devices(config)
+    if use_gate and devices == ["cuda"] and not torch.cuda.is_available():
+        raise GateCannotRun("--device cuda: no CUDA device on this machine, nothing to gate")
+    if use_gate and (
+        getattr(config.option, "numprocesses", None) or hasattr(config, "workerinput")
+    ):
+        raise GateCannotRun(
+            "pytest-xdist (-n) is on, and pytest-benchmark does not time under xdist: "
+            "run the gate without -n"
+        )
+    key = machine.hardware_key("cuda" in devices and torch.cuda.is_available())
+    choice = baseline_session.choose(config, key, use_gate)
+    saver = config.stash[SAVER] = Saver(config, choice, key)
+    if use_gate:
+        config.pluginmanager.register(gate.GateSession(config, choice, saver), "perfgate-gate")
+
+
+@pytest.hookimpl(trylast=True)  # pytest-benchmark's session exists by now
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    if SAVER not in config.stash:
+        return
+    saver = config.stash[SAVER]
+    saver.session = session
+    _pytest_benchmark.route_saving(config, saver)
+    if saver.choice.baseline is not None:
+        _pytest_benchmark.show_comparison_with(config, saver.choice.baseline.path)
+
+
+def _warn_ignored_options(config: pytest.Config) -> None:
+    given = [a.split("=")[0] for a in config.invocation_params.args if isinstance(a, str)]
+    for option in IGNORED_OPTIONS:
+        if option in given:
+            warnings.warn(
+                f"perfgate: {option} is ignored by cases timed with perfgate.timing, which set "
+                "their rounds and round length from --perf-tier",
+                stacklevel=1,
+            )
+
+
+def _check_histogram(config: pytest.Config) -> None:
+    if config.getoption("benchmark_histogram", None) and importlib.util.find_spec("pygal") is None:
+        raise pytest.UsageError(
+            "--benchmark-histogram needs pygal: pip install 'perfgate[histogram]' "
+            "(or pip install pygal pygaljs)"
+        )
 
 
 def selected_devices(config: pytest.Config) -> list[str]:
@@ -145,9 +200,9 @@ def copy_roofline():
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
     use_cuda = "cuda" in selected_devices(config) and torch.cuda.is_available()
     machine_info["perfgate"] = {
-        "hardware_key": hardware.hardware_key(use_cuda),
-        "software": hardware.software_versions(),
-        "gpu_health": hardware.gpu_health() if use_cuda else {"available": False},
+        "hardware_key": machine.hardware_key(use_cuda),
+        "software": machine.software_versions(),
+        "gpu_health": machine.gpu_health() if use_cuda else {"available": False},
         "tier": config.getoption("--perf-tier"),
         "host_malloc": config.stash.get(HOST_MALLOC, host_memory.DEFAULT),
     }
@@ -161,6 +216,9 @@ def pytest_runtest_setup(item: pytest.Item):
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
+    fixture = getattr(item, "funcargs", {}).get("benchmark") if uses_benchmark(item) else None
+    if fixture is not None and (declared := declarations(item)):
+        fixture.extra_info["perfgate"] = declared  # saved with the run: compare applies it too
     with _skip_on_out_of_memory():
         return (yield)
 

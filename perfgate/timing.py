@@ -23,6 +23,9 @@ from pathlib import Path
 
 import torch
 
+from perfgate import _pytest_benchmark
+from perfgate.stats import median
+
 HOST_BOUND_FRACTION = 0.8  # host enqueue above this share of the device time: the host limits
 PROFILED_CALLS = 5
 
@@ -55,7 +58,7 @@ def profile_calls(
     stem = _profile_dir / re.sub(r"[^A-Za-z0-9._-]", "_", benchmark.name)
     Path(f"{stem}.txt").write_text(f"{benchmark.fullname}: {calls} calls\n{table}\n")
     profile.export_chrome_trace(f"{stem}.trace.json")
-    benchmark.skipped = True  # profiled, not timed: no "fixture not used" warning
+    _pytest_benchmark.mark_profiled(benchmark)
     return {"clock": "profiled", "profile": f"{stem}.txt"}
 
 
@@ -124,12 +127,6 @@ def plan_rounds(call_seconds: float, budget: Budget) -> tuple[int, int]:
     return min(max(rounds, budget.min_rounds), budget.max_rounds), iterations
 
 
-def _use_timer(benchmark, timer: Callable[[], float]) -> None:
-    # pytest-benchmark takes its timer from --benchmark-timer for the whole session; a CUDA case
-    # needs its own clock, so set the fixture's (stable since 3.x) timer attribute for this case.
-    benchmark._timer = timer
-
-
 def do_bench_seconds(fn: Callable[[], object]) -> float:
     """Median device seconds per call by ``triton.testing.do_bench`` (events, L2 flushed)."""
     import triton.testing
@@ -149,7 +146,7 @@ def time_wall(benchmark, fn: Callable[[], object], device: torch.device, budget:
     rounds, iterations = plan_rounds(call_seconds, budget)
     facts = {"clock": "perf_counter", "iterations": iterations, "rounds": rounds}
     if device.type == "cuda":
-        _use_timer(benchmark, cuda_event_clock())
+        _pytest_benchmark.set_timer(benchmark, cuda_event_clock())
         host = host_enqueue_seconds(fn, device, max(iterations, 3))
         device_seconds = do_bench_seconds(fn)
         facts.update(
@@ -180,7 +177,7 @@ def time_device(
     rounds, iterations = plan_rounds(per_call * len(calls), budget)
     host = host_enqueue_seconds(rotation, device, max(3 * len(calls), 30))
     device_seconds = do_bench_seconds(calls[0])
-    _use_timer(benchmark, cuda_event_clock(1.0 / len(calls)))
+    _pytest_benchmark.set_timer(benchmark, cuda_event_clock(1.0 / len(calls)))
     benchmark.pedantic(
         graph.replay, rounds=rounds, iterations=iterations, warmup_rounds=budget.warmup_rounds
     )
@@ -239,7 +236,7 @@ def time_rounds(
     if benchmark.disabled:
         round_fn()
         return
-    _use_timer(benchmark, scaled_perf_counter(1.0 / calls))
+    _pytest_benchmark.set_timer(benchmark, scaled_perf_counter(1.0 / calls))
     benchmark.pedantic(round_fn, rounds=rounds, iterations=1, warmup_rounds=0)
 
 
@@ -295,15 +292,21 @@ def graph_seconds_per_call(calls: Sequence[Callable[[], object]], device: torch.
         end.record()
         end.synchronize()
         durations.append(start.elapsed_time(end) / 1000.0 / len(calls))
-    return sorted(durations)[len(durations) // 2]
+    return median(durations)
+
+
+def measured_median(benchmark) -> float | None:
+    """Median seconds per call the benchmark measured, None when it did not time."""
+    samples = _pytest_benchmark.samples(benchmark)
+    return median(samples) if samples else None
 
 
 def record_rates(benchmark, *, flops: int | None = None, nbytes: int | None = None) -> None:
     """Add TFLOP/s and GB/s at the median time to ``extra_info`` (nothing when timing was off)."""
-    stats = getattr(benchmark, "stats", None)
-    if stats is None:
+    samples = _pytest_benchmark.samples(benchmark)
+    if not samples:
         return
-    seconds = stats.stats.median
+    seconds = median(samples)
     if flops is not None:
         benchmark.extra_info["tflops"] = flops / seconds / 1e12
     if nbytes is not None:

@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from perfgate import report_compile, report_memory, report_mxint8, report_sdpa
-from perfgate.report_common import Case, Figures, all_cases, machine_labels
-from perfgate.runs import Run
-from perfgate.tables import MISSING, render
+from perfgate.benchmark import Run
+from perfgate.report import compile as report_compile
+from perfgate.report import memory as report_memory
+from perfgate.report import mxint8 as report_mxint8
+from perfgate.report import sdpa as report_sdpa
+from perfgate.report.common import Case, Figures, all_cases, machine_labels
+from perfgate.report.tables import MISSING, render
 
 REPORT_NAME = "report.md"
 

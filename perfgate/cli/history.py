@@ -1,75 +1,58 @@
-"""What ``perfgate compare`` and ``perfgate history`` print: run headers, the environment
-difference, the tables, and the history plots."""
+"""``perfgate history``: one benchmark across every saved run of a hardware folder, as a table
+with environment changes marked, and a PNG per benchmark."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from perfgate.runs import Run, describe_changes, environment_changes
-from perfgate.tables import MISSING, fmt_percent, fmt_time, render
-from perfgate.triage import VERDICTS, CompareRow, compare_runs, history, matching_benchmarks
-
-ENVIRONMENT_KEYS = ("torch", "triton", "cuda", "cudnn", "driver", "python")
+from perfgate.benchmark import Run, describe_changes, environment_changes
+from perfgate.cli.runs import matches
+from perfgate.report.tables import MISSING, fmt_time, render
 
 
-def _run_line(side: str, run: Run) -> str:
-    tier = run.perfgate.get("tier")
-    facts = [run.date, run.hardware_key] + ([f"tier {tier}"] if tier else [])
-    line = f"{side}: {run.path} ({', '.join(facts)})"
-    if run.untrusted_reasons:
-        line += f"; GPU not trusted: {'; '.join(run.untrusted_reasons)}"
-    return line
+@dataclass(frozen=True)
+class HistoryRow:
+    """One run's measurement of a benchmark (seconds), None where the run lacks it."""
+
+    run: Run
+    median: float | None
+    q1: float | None
+    q3: float | None
+    rounds: int | None
+    changes: list[tuple[str, str, str]]  # environment changes from the previous run
+
+    @property
+    def iqr(self) -> float | None:
+        return None if self.q1 is None or self.q3 is None else self.q3 - self.q1
 
 
-def environment_line(a: Run, b: Run) -> str:
-    changes = environment_changes(a.environment, b.environment)
-    if changes:
-        return f"environment changed: {describe_changes(changes)}"
-    same = [f"{k} {a.environment[k]}" for k in ENVIRONMENT_KEYS if a.environment.get(k)]
-    return f"environment: same ({', '.join(same) or 'not recorded'})"
+def matching_benchmarks(runs: Sequence[Run], pattern: str) -> list[str]:
+    """Fullnames matching ``pattern`` in any run, in first-seen order."""
+    seen: dict[str, None] = {}
+    for run in runs:
+        for fullname, benchmark in run.benchmarks.items():
+            if matches([benchmark.name, fullname], [pattern]):
+                seen.setdefault(fullname)
+    return list(seen)
 
 
-def _compare_cells(row: CompareRow) -> list[str]:
-    change = row.change_percent
-    c = row.comparison
-    interval = f"[{c.ratio_low:.3f}, {c.ratio_high:.3f}]" if c else MISSING
-    p_value = f"{row.p_value:.2g}" if row.p_value is not None else "n/a"
-    return [
-        row.name,
-        fmt_time(row.median_a),
-        fmt_time(row.median_b),
-        MISSING if change is None else f"{change:+.1f} %",
-        p_value,
-        interval,
-        row.verdict,
-    ]
-
-
-def compare_text(
-    a: Run,
-    b: Run,
-    patterns: Sequence[str],
-    threshold: float,
-    alpha: float,
-    markdown: bool,
-) -> str:
-    """Header lines, the environment difference, one row per benchmark, and a summary."""
-    rows = compare_runs(a, b, patterns, threshold, alpha)
-    counts = {v: sum(r.verdict == v for r in rows) for v in VERDICTS}
-    summary = ", ".join(f"{n} {v}" for v, n in counts.items() if n) or "no benchmark matched"
-    rule = (
-        f"verdicts: slower or faster by more than {fmt_percent(threshold)} with one-sided "
-        f"Mann-Whitney p < {alpha:g} and the 95 % bootstrap interval of B/A excluding 1; "
-        "n/a: fewer than 3 rounds on a side"
-    )
-    headers = ["benchmark", "A median", "B median", "change", "p", "B/A 95% CI", "verdict"]
-    table = render(headers, [_compare_cells(r) for r in rows], markdown)
-    lines = [_run_line("A", a), _run_line("B", b), environment_line(a, b), ""]
-    if markdown:
-        lines = [f"- {line}" for line in lines[:3]] + [""]
-    return "\n".join([*lines, table, "", f"{summary} ({rule})", ""])
+def history(runs: Sequence[Run], fullname: str) -> list[HistoryRow]:
+    """One row per run (in the given order, oldest first) for the benchmark ``fullname``."""
+    rows, previous = [], None
+    for run in runs:
+        changes = [] if previous is None else environment_changes(previous, run.environment)
+        previous = run.environment
+        benchmark = run.benchmarks.get(fullname)
+        if benchmark is None:
+            rows.append(HistoryRow(run, None, None, None, None, changes))
+            continue
+        q1, q3 = benchmark.quartiles or (None, None)
+        rounds = len(benchmark.samples) or None
+        rows.append(HistoryRow(run, benchmark.median, q1, q3, rounds, changes))
+    return rows
 
 
 def _history_table(rows, markdown: bool) -> str:
@@ -100,8 +83,8 @@ def _short(stem: str) -> str:
 
 
 def _history_plot(rows, name: str, folder: Path, err) -> Path:
-    from perfgate import plots
-    from perfgate.report_common import slug
+    from perfgate.report import plots
+    from perfgate.report.common import slug
 
     path = folder / f"history_{slug(name)}.png"
     print(f"plotting {path}", file=err, flush=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from perfgate.runs import Run
+from perfgate.benchmark import Benchmark, Run
 
 T = TypeVar("T")
 
@@ -20,21 +20,24 @@ class Case:
 
     machine: str
     run: Run
-    benchmark: dict
+    benchmark: Benchmark
 
     @property
     def info(self) -> dict:
-        return self.benchmark.get("extra_info", {})
+        return self.benchmark.extra_info
+
+    @property
+    def params(self) -> dict:
+        return self.benchmark.params
 
     @property
     def test(self) -> str:
         """The test function's name: 'test_attention' for 'test_attention[cuda-...]'."""
-        return self.benchmark["name"].split("[", 1)[0]
+        return self.benchmark.test
 
     @property
     def device(self) -> str:
-        params = self.benchmark.get("params") or {}
-        return str(self.info.get("device") or params.get("bench_device") or "?")
+        return str(self.info.get("device") or self.params.get("bench_device") or "?")
 
     @property
     def where(self) -> str:
@@ -44,15 +47,16 @@ class Case:
     @property
     def median(self) -> float:
         """Median seconds per call."""
-        return float(self.benchmark["stats"]["median"])
+        return self.benchmark.median
 
     @property
     def iqr(self) -> float | None:
-        return self.benchmark["stats"].get("iqr")
+        quartiles = self.benchmark.quartiles
+        return None if quartiles is None else quartiles[1] - quartiles[0]
 
     @property
     def fullname(self) -> str:
-        return self.benchmark.get("fullname", self.benchmark["name"])
+        return self.benchmark.fullname
 
 
 def machine_labels(runs: Sequence[Run]) -> list[str]:
@@ -69,7 +73,7 @@ def all_cases(runs: Sequence[Run]) -> list[Case]:
     return [
         Case(label, run, benchmark)
         for label, run in zip(labels, runs, strict=True)
-        for benchmark in run.data["benchmarks"]
+        for benchmark in run.benchmarks.values()
     ]
 
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from perfgate import plots
-from perfgate.report_common import Case, Figures, grouped, of_test, ordered
-from perfgate.tables import MISSING, fmt_ratio, fmt_time, render
+from perfgate.report import plots
+from perfgate.report.common import Case, Figures, grouped, of_test, ordered
+from perfgate.report.tables import MISSING, fmt_ratio, fmt_time, render
 
 BASE_MODE = "eager"
 
 
 def _mode(case: Case) -> str:
-    return str(case.info.get("mode") or case.benchmark.get("params", {}).get("mode"))
+    return str(case.info.get("mode") or case.params.get("mode"))
 
 
 def _time_with_spread(case: Case | None) -> str:

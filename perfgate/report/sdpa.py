@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from perfgate import plots
-from perfgate.report_common import Case, Figures, grouped, of_test, ordered, shape_text, slug
-from perfgate.tables import MISSING, fmt_ratio, fmt_time, render
+from perfgate.report import plots
+from perfgate.report.common import Case, Figures, grouped, of_test, ordered, shape_text, slug
+from perfgate.report.tables import MISSING, fmt_ratio, fmt_time, render
 
 BASELINE = "naive"
 KNOWN_ORDER = [BASELINE, "flash", "efficient", "cudnn", "math"]

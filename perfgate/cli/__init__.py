@@ -13,19 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from perfgate import __version__
-from perfgate.baselines import BaselineError
-from perfgate.gate import DEFAULT_ALPHA, DEFAULT_TIME_THRESHOLD
-from perfgate.plots import PlotsUnavailable
-from perfgate.profiling import DEFAULT_FOLDER as PROFILE_FOLDER
-from perfgate.runs import (
-    SAVE_HINT,
-    RunError,
-    default_baselines_root,
-    folder_runs,
-    read,
-    resolve,
-    this_hardware_key,
-)
+from perfgate.cli.profile import DEFAULT_FOLDER as PROFILE_FOLDER
+from perfgate.cli.runs import Hardware
+from perfgate.report.plots import PlotsUnavailable
+from perfgate.store import StoreError
+from perfgate.verdict.rules import DEFAULT_ALPHA, parse_thresholds
 
 RESULTS = Path("perfgate-results")
 EXAMPLES = {
@@ -47,43 +39,14 @@ EXAMPLES = {
 }
 
 
-class Hardware:
-    """The hardware folder RUN arguments are looked up in, found only when first needed
-    (finding this machine's key imports torch)."""
-
-    def __init__(self, baselines: str | None, key: str | None):
-        self.root = Path(baselines) if baselines else default_baselines_root()
-        self._key = key
-
-    @property
-    def folder(self) -> Path:
-        if self._key is None:
-            self._key = this_hardware_key()
-        return self.root / self._key
-
-    def resolve(self, argument: str) -> Path:
-        """The file a RUN argument names; an existing path needs no hardware folder."""
-        return Path(argument) if Path(argument).is_file() else resolve(argument, self.folder)
-
-    def run_paths(self, arguments: Sequence[str], newest: int) -> list[Path]:
-        """Paths for the RUN arguments given, else the ``newest`` saved runs (oldest first)."""
-        if arguments:
-            return [self.resolve(argument) for argument in arguments]
-        runs = folder_runs(self.folder)
-        if len(runs) < newest:
-            raise RunError(
-                f"only {len(runs)} saved run in {self.folder}; name the runs to compare (a path, "
-                f"or a run number such as 0001), or {SAVE_HINT}"
-            )
-        return runs[-newest:]
-
-
-def _percent(text: str) -> float:
-    """'10', '10%' or '10 %' as the fraction 0.10."""
+def _percent(text: str) -> str:
+    """'10', '10%', 'sdpa=25' as a threshold spec in fractions: '0.1', 'sdpa=0.25'."""
+    name, _, value = text.rpartition("=")
     try:
-        return float(text.strip().rstrip("%")) / 100.0
+        fraction = float(value.strip().rstrip("%").strip()) / 100.0
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from error
+    return f"{name}={fraction}" if name else str(fraction)
 
 
 def _subparser(commands, name: str, summary: str, parents=()) -> argparse.ArgumentParser:
@@ -127,12 +90,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="glob or substring of the benchmark name (repeatable)",
     )
     compare.add_argument("--markdown", action="store_true", help="print GitHub markdown")
+    compare.add_argument("--json", action="store_true", help="print the verdicts as JSON")
     compare.add_argument(
         "--threshold",
         type=_percent,
-        default=DEFAULT_TIME_THRESHOLD,
-        metavar="PERCENT",
-        help="smallest change called a regression or improvement (default: 10%%)",
+        action="append",
+        default=[],
+        metavar="[NAME=]PERCENT",
+        help="smallest change called a regression or improvement, for every benchmark or for a "
+        "family or test (repeatable; default: 10%%, or what a test declared), as --perf-gate "
+        "takes it",
     )
     compare.add_argument(
         "--alpha",
@@ -184,44 +151,52 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _reading(paths: Sequence[Path], err, where: str = "") -> None:
-    noun = "run" if len(paths) == 1 else "runs"
-    print(f"reading {len(paths)} {noun}{where}...", file=err, flush=True)
-
-
 def _compare(args, hardware: Hardware, out, err) -> int:
-    from perfgate.triage_output import compare_text
+    from perfgate.cli.compare import compare_json, compare_text
 
     explicit = [a for a in (args.run_a, args.run_b) if a]
+    print("reading runs...", file=err, flush=True)
     if len(explicit) == 1:
-        paths = [hardware.resolve(explicit[0]), hardware.run_paths([], 1)[0]]
+        a, b = hardware.resolve(explicit[0]), hardware.newest(1)[0]
+    elif explicit:
+        a, b = (hardware.resolve(argument) for argument in explicit)
     else:
-        paths = hardware.run_paths(explicit, 2)
-    if paths[0].resolve() == paths[1].resolve():
-        raise RunError(f"RUN_A and RUN_B are the same file ({paths[0]}); name two runs")
-    _reading(paths, err)
-    a, b = (read(p) for p in paths)
-    out.write(compare_text(a, b, args.filter, args.threshold, args.alpha, args.markdown))
+        a, b = hardware.newest(2)
+    if a.path.resolve() == b.path.resolve():
+        raise StoreError(f"RUN_A and RUN_B are the same file ({a.path}); name two runs")
+    try:
+        thresholds = parse_thresholds(args.threshold, alpha=args.alpha)
+    except ValueError as error:
+        raise StoreError(f"--threshold: {error}") from None
+    if args.json:
+        out.write(compare_json(a, b, thresholds, args.filter))
+    else:
+        out.write(compare_text(a, b, thresholds, args.filter, args.markdown))
     return 0
 
 
 def _history(args, hardware: Hardware, out, err) -> int:
-    from perfgate.triage_output import history_text
+    from perfgate.cli.history import history_text
 
-    paths = folder_runs(hardware.folder)
-    _reading(paths, err, f" from {hardware.folder}")
-    runs = [read(p) for p in paths]
-    plots = None if args.no_plots else args.out
+    print(f"reading runs from {hardware.folder}...", file=err, flush=True)
+    runs = hardware.runs()
+    plots = None if args.no_plots else _folder(args.out)
     out.write(history_text(runs, args.pattern, plots, args.max_plots, args.markdown, err))
     return 0
+
+
+def _folder(path: Path) -> Path:
+    if path.exists() and not path.is_dir():
+        raise StoreError(f"--out {path} is a file, not a folder; name a folder for the output")
+    return path
 
 
 def _report(args, hardware: Hardware, out, err, argv: Sequence[str]) -> int:
     from perfgate.report import write_report
 
-    paths = hardware.run_paths(args.runs, 1)
-    _reading(paths, err)
-    runs = [read(p) for p in paths]
+    print("reading runs...", file=err, flush=True)
+    runs = [hardware.resolve(a) for a in args.runs] if args.runs else hardware.newest(1)
+    _folder(args.out)
     command = shlex.join(["perfgate", *argv])
     path, pngs = write_report(runs, args.out, not args.no_plots, err, command)
     print(f"wrote {path} and {len(pngs)} plots", file=out)
@@ -247,10 +222,11 @@ def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:
             return _history(args, hardware, out, err)
         if args.command == "report":
             return _report(args, hardware, out, err, argv)
-        from perfgate.profiling import run_profile
+        from perfgate.cli.profile import run_profile
 
+        _folder(args.out)
         return run_profile(args.test_id, args.out, extra, out, err)
-    except (RunError, BaselineError, PlotsUnavailable) as error:
+    except (StoreError, PlotsUnavailable) as error:
         print(f"perfgate {args.command}: error: {error}", file=err)
         return 2
 

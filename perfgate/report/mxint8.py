@@ -3,8 +3,8 @@ the CuTe kernel, and a Linear layer with dense vs MXINT8 weights."""
 
 from __future__ import annotations
 
-from perfgate import plots
-from perfgate.report_common import (
+from perfgate.report import plots
+from perfgate.report.common import (
     Case,
     Figures,
     grouped,
@@ -14,7 +14,15 @@ from perfgate.report_common import (
     shape_text,
     slug,
 )
-from perfgate.tables import MISSING, fmt_bytes, fmt_percent, fmt_rate, fmt_ratio, fmt_time, render
+from perfgate.report.tables import (
+    MISSING,
+    fmt_bytes,
+    fmt_percent,
+    fmt_rate,
+    fmt_ratio,
+    fmt_time,
+    render,
+)
 
 # mase-cuda's CuTe dequantization kernel on one H100: 0.64 TB/s effective at 2^25 elements,
 # group 32 or 128 (MXINT8.md). A figure from the specification, comparable on H100s only.

@@ -1,0 +1,114 @@
+"""The only module that touches pytest-benchmark's private attributes (pytest-benchmark 5.x).
+
+Everything perfgate needs from its session and fixture goes through these small functions, so a
+change in pytest-benchmark breaks here, where tests/test_pytest_benchmark_adapter.py notices.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from perfgate.benchmark import Run, run_from_json
+
+DEFAULT_STORAGE = "file://./.benchmarks"  # pytest-benchmark's default --benchmark-storage
+
+
+def active(config: pytest.Config) -> bool:
+    """True when pytest-benchmark is loaded (not ``-p no:benchmark``)."""
+    return hasattr(config.option, "benchmark_storage")
+
+
+def _session(config: pytest.Config):
+    return getattr(config, "_benchmarksession", None)
+
+
+def disabled(config: pytest.Config) -> bool:
+    """True when benchmarks only run once, untimed (--benchmark-disable, or under xdist)."""
+    session = _session(config)
+    return session is None or bool(session.disabled)
+
+
+def machine_id(config: pytest.Config) -> str:
+    """pytest-benchmark's machine folder name, e.g. ``Linux-CPython-3.12-64bit``."""
+    return _session(config).machine_id
+
+
+def set_timer(fixture, timer: Callable[[], float]) -> None:
+    """Use ``timer`` for this benchmark case only (pytest-benchmark takes one for the session)."""
+    fixture._timer = timer
+
+
+def samples(fixture) -> list[float]:
+    """The per-round seconds per call a fixture measured ([] when it did not time)."""
+    metadata = getattr(fixture, "stats", None)
+    return list(metadata.stats.data) if metadata is not None else []
+
+
+def mark_profiled(fixture) -> None:
+    """A case profiled instead of timed: no result, and no "fixture was not used" warning."""
+    fixture.skipped = True
+
+
+def result_count(config: pytest.Config) -> int:
+    return len(_session(config).benchmarks)
+
+
+def take_results_since(config: pytest.Config, start: int) -> Run:
+    """The results recorded since ``start`` as a Run, removed from the session (a saved run holds
+    one entry per benchmark: the first)."""
+    results = _session(config).benchmarks
+    taken = results[start:]
+    del results[start:]
+    return _as_run(config, taken)
+
+
+def current_run(config: pytest.Config) -> Run:
+    """This session's results as a Run, through the same JSON a saved run holds."""
+    return _as_run(config, _session(config).benchmarks)
+
+
+def _as_run(config: pytest.Config, results: list) -> Run:
+    entries = [r.as_dict(include_data=True) for r in results if r and not r.has_error]
+    data = {
+        "machine_info": machine_info(config),
+        "commit_info": {},
+        "benchmarks": json.loads(json.dumps(entries, default=str)),
+        "datetime": datetime.now(timezone.utc).isoformat(),
+    }
+    return run_from_json(data, None)
+
+
+def machine_info(config: pytest.Config) -> dict:
+    return _session(config).get_machine_info()
+
+
+def show_comparison_with(config: pytest.Config, path: Path) -> None:
+    """Let pytest-benchmark's own table and --benchmark-compare-fail compare with ``path``
+    (perfgate loads and checks baselines itself; pytest-benchmark is told to load nothing)."""
+    session = _session(config)
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    session.compare = str(path)
+    try:  # pytest-benchmark names the compared run by its path inside the storage
+        shown = Path(path).resolve().relative_to(Path(str(session.storage.path)))
+    except ValueError:
+        shown = Path(path)
+    session.compared_mapping = {shown: {b["fullname"]: b for b in data["benchmarks"]}}
+
+
+def drop_compare_fail(config: pytest.Config) -> None:
+    """No baseline: --benchmark-compare-fail has nothing to check (and must not error)."""
+    config.option.benchmark_compare_fail = []
+    session = _session(config)
+    if session is not None:
+        session.compare_fail = []
+
+
+def route_saving(config: pytest.Config, save: Callable[[dict, str], None]) -> None:
+    """Have ``--benchmark-save`` call ``save(run_json, name)`` instead of pytest-benchmark's
+    FileStorage.save (which checks for a free number, then writes: two saves can collide)."""
+    _session(config).storage.save = save

@@ -1,0 +1,200 @@
+"""The baseline store inside a pytest session: which folder, which baseline, where a save goes.
+
+Decided in ``pytest_configure``, before the first benchmark runs, so a missing or broken baseline
+costs a second, not a GPU run. perfgate loads and checks baselines itself and tells
+pytest-benchmark to load nothing (``_pytest_benchmark.show_comparison_with`` then gives its table
+the chosen run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from perfgate import _pytest_benchmark, store
+from perfgate.benchmark import Run
+
+GATE_NOT_RUN = 6  # exit status: the gate could not run, or gated nothing (README: exit codes)
+UNSAVED = Path("perfgate-results") / "unsaved"
+
+
+class GateCannotRun(Exception):
+    """Why ``--perf-gate`` cannot run; the message is one line that says what to do."""
+
+
+@dataclass
+class BaselineChoice:
+    """What this session compares with and where it saves."""
+
+    key_folder: Path
+    gate: bool
+    baseline: Run | None = None
+    members: list[Run] = field(default_factory=list)  # the baseline set, oldest first
+    saved_to: Path | None = None
+
+    @property
+    def label(self) -> str:
+        if self.baseline is None:
+            return "no baseline"
+        if len(self.members) == 1:
+            return str(self.baseline.path)
+        earlier = ", ".join(run.path.name for run in self.members[:-1])
+        return (
+            f"{self.baseline.path} (a set with {earlier}: each benchmark is compared with its "
+            "slowest run in the set, each ratio with its worst)"
+        )
+
+
+def add_options(group) -> None:
+    group.addoption(
+        "--perf-baselines",
+        default=None,
+        metavar="DIR",
+        help="root of the per-hardware baseline folders (default: <rootdir>/baselines)",
+    )
+
+
+def storage_folder(config: pytest.Config, key: str) -> Path:
+    """The hardware folder runs are read from and saved to: an explicit --benchmark-storage
+    (file://PATH), else <--perf-baselines or <rootdir>/baselines>/<key>."""
+    explicit = config.option.benchmark_storage
+    if explicit != _pytest_benchmark.DEFAULT_STORAGE:
+        if not explicit.startswith("file://"):
+            raise pytest.UsageError(f"--benchmark-storage {explicit}: perfgate reads file:// only")
+        return Path(explicit.removeprefix("file://")).expanduser().resolve()
+    root = config.getoption("--perf-baselines")
+    if root is None:
+        return Path(config.rootpath) / "baselines" / key
+    root = Path(root).expanduser().resolve()
+    if not root.is_dir() and not _saving(config):
+        message = (
+            f"--perf-baselines {root} does not exist; pass the folder that holds the hardware "
+            "folders (e.g. baselines/), or add --benchmark-save=NAME to start a new store there"
+        )
+        raise (
+            GateCannotRun(message)
+            if config.getoption("--perf-gate")
+            else pytest.UsageError(message)
+        )
+    return root / key
+
+
+def _saving(config: pytest.Config) -> bool:
+    return bool(config.option.benchmark_save or config.option.benchmark_autosave)
+
+
+def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
+    """Point pytest-benchmark at this hardware's folder and choose the baseline to compare with.
+
+    Raises GateCannotRun under --perf-gate when there is none or it is broken; without the gate a
+    missing baseline is one warning line and the run goes on.
+    """
+    folder = storage_folder(config, key)
+    config.option.benchmark_storage = f"file://{folder}"
+    config.option.benchmark_save_data = True  # per-round samples: the gate needs them later
+    choice = BaselineChoice(folder, gate)
+    wanted = config.option.benchmark_compare
+    config.option.benchmark_compare = None  # perfgate loads; pytest-benchmark must not
+    if not wanted and not gate:
+        return choice
+    try:
+        choice.baseline, choice.members = _baseline_and_set(wanted, folder)
+    except store.StoreError as error:
+        if gate:
+            raise GateCannotRun(str(error)) from error
+        if not isinstance(error, store.NoSuchRun):
+            raise pytest.UsageError(str(error)) from error
+        _say(config, f"perfgate: {error}; nothing is compared this run")
+        _pytest_benchmark.drop_compare_fail(config)
+        return choice
+    if gate:
+        _require_samples(choice.members)
+    _say(config, f"perfgate: comparing with {choice.label}")
+    return choice
+
+
+def _baseline_and_set(wanted: object, folder: Path) -> tuple[Run, list[Run]]:
+    """The run that --benchmark-compare names (the newest when bare) and its baseline set."""
+    runs = store.saved_runs(folder)
+    path = _wanted_path(wanted, folder, runs).resolve()
+    for run in runs:
+        if run.path.resolve() == path:
+            return run, store.baseline_set(run, runs)
+    baseline = store.load(path)  # a run file outside the hardware folder: a set of one
+    return baseline, [baseline]
+
+
+def _wanted_path(wanted: object, folder: Path, runs: list[Run]) -> Path:
+    if not wanted or wanted is True:
+        if not runs:
+            raise store.NoSuchRun(f"{store.no_runs_message(folder)}; {store.SAVE_HINT}")
+        return runs[-1].path
+    return store.resolve(str(wanted), folder)
+
+
+def _require_samples(members: list[Run]) -> None:
+    for run in members:
+        if bare := run.without_samples():
+            raise GateCannotRun(
+                f"baseline {run.path}: {bare[0].fullname} (and {len(bare) - 1} more) has no "
+                "per-round data, so it cannot be compared; record the baseline again with "
+                "`--benchmark-save` (perfgate always saves per-round data)"
+            )
+
+
+class Saver:
+    """``--benchmark-save`` through the store: atomic, exclusive, and never for a session that
+    did not finish cleanly or whose gate failed (that run goes to perfgate-results/unsaved/)."""
+
+    def __init__(self, config: pytest.Config, choice: BaselineChoice, key: str):
+        self.config, self.choice, self.key = config, choice, key
+        self.session: pytest.Session | None = None
+        self.gate_failed = False
+
+    def __call__(self, run_json: dict, name: str) -> None:
+        if reason := self._unclean():
+            path = self._put_aside(run_json, name)
+            _say(self.config, f"perfgate: NOT saved as a baseline: {reason}; the run is in {path}")
+            return
+        path = store.save(self.choice.key_folder, _pytest_benchmark.machine_id(self.config),
+                          name, run_json)  # fmt: skip
+        self.choice.saved_to = path
+        _say(self.config, f"perfgate: saved {path}")
+        compared = self.choice.baseline
+        if compared is not None and compared.hardware_key != self.key:
+            _say(self.config, f"perfgate: warning: saved under {self.key}, but compared with a "
+                 f"run of {compared.hardware_key} ({compared.path})")  # fmt: skip
+        if self.choice.gate:
+            _say(self.config, f"perfgate: warning: {path.name} is now the newest baseline of "
+                 f"{self.key}: the next --perf-gate compares with it")  # fmt: skip
+
+    def _unclean(self) -> str | None:
+        status = self.session.exitstatus if self.session is not None else 0
+        if status == pytest.ExitCode.INTERRUPTED:
+            return "the session was interrupted"
+        if status != pytest.ExitCode.OK or (self.session and self.session.testsfailed):
+            return f"the session did not finish cleanly (exit status {int(status)})"
+        if self.gate_failed:
+            return "the gate found confirmed regressions"
+        return None
+
+    def _put_aside(self, run_json: dict, name: str) -> Path:
+        import json
+
+        folder = Path(self.config.rootpath) / UNSAVED
+        folder.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+        path = folder / f"{stamp}_{name}.json"
+        path.write_text(json.dumps(run_json, indent=4), encoding="utf-8")
+        return path
+
+
+def _say(config: pytest.Config, line: str) -> None:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(line, yellow=True)
+    else:
+        print(line)

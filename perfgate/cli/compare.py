@@ -1,0 +1,103 @@
+"""``perfgate compare``: the gate's verdict (``verdict.judge``) on two saved runs, as a table.
+
+Run A is the baseline, with its baseline set when A lies in a store folder (as the gate would
+take it); run B is the current run. The rules, thresholds (from the command line and from the
+declarations saved with each benchmark) and ratio rules are the gate's; only the confirmation
+re-run is missing, so a time or ratio failure reads "unconfirmed", as in the gate's first pass.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from perfgate.benchmark import Run, describe_changes, environment_changes
+from perfgate.cli.runs import baseline_set_of, matches
+from perfgate.report.tables import MISSING, fmt_time, render
+from perfgate.store import StoreError
+from perfgate.verdict import summary
+from perfgate.verdict.rules import Thresholds
+from perfgate.verdict.session import GateResult, Verdict, judge
+
+ENVIRONMENT_KEYS = ("torch", "triton", "cuda", "cudnn", "driver", "python")
+
+
+def compare_results(
+    a: Run, b: Run, thresholds: Thresholds, patterns: Sequence[str] = ()
+) -> tuple[list[Run], list[GateResult]]:
+    """(A's baseline set, the verdict on every benchmark of A's set and B matching patterns)."""
+    members = baseline_set_of(a)
+    try:
+        results = judge(members, b, thresholds)
+    except ValueError as error:  # e.g. a threshold marker that is not a fraction
+        raise StoreError(f"{a.path} vs {b.path}: {error}") from error
+    if patterns:
+        results = [r for r in results if matches([r.name, r.name.split("::")[-1]], patterns)]
+    return members, results
+
+
+def _run_line(side: str, run: Run) -> str:
+    tier = run.perfgate.get("tier")
+    facts = [run.date, run.hardware_key] + ([f"tier {tier}"] if tier else [])
+    line = f"{side}: {run.path} ({', '.join(facts)})"
+    if run.untrusted_reasons:
+        line += f"; GPU not trusted: {'; '.join(run.untrusted_reasons)}"
+    return line
+
+
+def environment_line(a: Run, b: Run) -> str:
+    changes = environment_changes(a.environment, b.environment)
+    if changes:
+        return f"environment changed: {describe_changes(changes)}"
+    same = [f"{k} {a.environment[k]}" for k in ENVIRONMENT_KEYS if a.environment.get(k)]
+    return f"environment: same ({', '.join(same) or 'not recorded'})"
+
+
+def _cells(result: GateResult) -> list[str]:
+    c = result.comparison
+    interval = f"[{c.ratio_low:.3f}, {c.ratio_high:.3f}]" if c and c.enough_rounds else MISSING
+    p_value = MISSING
+    if c is not None and c.enough_rounds:
+        p_value = f"{c.p_value if c.ratio >= 1 else c.p_value_faster:.2g}"
+    return [
+        result.name.split("::")[-1],
+        fmt_time(c.baseline_median) if c else MISSING,
+        fmt_time(c.current_median) if c else MISSING,
+        f"{c.change_percent:+.1f} %" if c else MISSING,
+        p_value,
+        interval,
+        str(result.verdict),
+        result.message if not result.verdict.gated or result.verdict is not Verdict.UNCHANGED
+        else "",
+    ]  # fmt: skip
+
+
+def compare_text(a: Run, b: Run, thresholds: Thresholds, patterns: Sequence[str],
+                 markdown: bool) -> str:  # fmt: skip
+    """Header lines, the environment difference, one row per benchmark, and the counts."""
+    members, results = compare_results(a, b, thresholds, patterns)
+    if not results:
+        raise StoreError(
+            f"no benchmark matches --filter {' '.join(patterns)} in {a.path} or {b.path}; "
+            "use a glob or a substring of the benchmark names"
+        )
+    headers = ["benchmark", "A median", "B median", "change", "p", "B/A 95% CI", "verdict"]
+    table = render([*headers, "detail"], [_cells(r) for r in results], markdown)
+    rule = (
+        f"gated as --perf-gate does: slower or faster by more than the threshold "
+        f"(default {thresholds.default:.0%}) with one-sided Mann-Whitney p < "
+        f"{thresholds.alpha:g} and the 95 % bootstrap interval of B/A excluding 1"
+    )
+    lines = [_run_line("A", a), _run_line("B", b), environment_line(a, b)]
+    if len(members) > 1:
+        earlier = ", ".join(run.path.name for run in members[:-1])
+        lines.append(f"A is compared as a baseline set with {earlier} (as the gate does)")
+    if markdown:
+        lines = [f"- {line}" for line in lines]
+    return "\n".join([*lines, "", table, "", f"{summary.counts(results)} ({rule})", ""])
+
+
+def compare_json(a: Run, b: Run, thresholds: Thresholds, patterns: Sequence[str]) -> str:
+    """The verdict rows as JSON, the same objects the gate writes beside its summary."""
+    _, results = compare_results(a, b, thresholds, patterns)
+    return json.dumps(summary.as_json(results), indent=2) + "\n"

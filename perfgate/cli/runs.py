@@ -1,0 +1,89 @@
+"""What a RUN argument names on the command line: a path to a pytest-benchmark JSON file, or a
+run number (``3``, ``0003``) or a name fragment (``h100-full``) in one hardware folder of the
+baseline store. Runs are read through ``perfgate.store`` only."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from pathlib import Path
+
+from perfgate import store
+from perfgate.benchmark import Run
+
+
+class Hardware:
+    """The hardware folder RUN arguments are looked up in, found only when first needed
+    (finding this machine's key imports torch)."""
+
+    def __init__(self, baselines: str | None, key: str | None):
+        self.root = Path(baselines) if baselines else default_baselines_root()
+        self._key = key
+
+    @property
+    def folder(self) -> Path:
+        if self._key is None:
+            self._key = this_hardware_key()
+        return self.root / self._key
+
+    def resolve(self, argument: str) -> Run:
+        """The run a RUN argument names; an existing path needs no hardware folder."""
+        if Path(argument).is_file():
+            return store.load(Path(argument))
+        return store.load(store.resolve(argument, self.folder))
+
+    def runs(self) -> list[Run]:
+        """The folder's runs, oldest first by recorded datetime; NoSuchRun when there are none."""
+        runs = store.saved_runs(self.folder)
+        if not runs:
+            raise store.NoSuchRun(
+                f"{store.no_runs_message(self.folder)}; {store.SAVE_HINT}, pick another "
+                "folder with --hardware KEY or --baselines DIR, or pass run files' paths"
+            )
+        return runs
+
+    def newest(self, count: int) -> list[Run]:
+        runs = self.runs()
+        if len(runs) < count:
+            raise store.NoSuchRun(
+                f"only {len(runs)} saved run in {self.folder}; name the runs to compare (a path, "
+                f"or a run number such as 0001), or {store.SAVE_HINT}"
+            )
+        return runs[-count:]
+
+
+def baseline_set_of(run: Run) -> list[Run]:
+    """``run``'s baseline set when it lies in a store's hardware folder, else just ``run``."""
+    folder = run.path.parent.parent if run.path else None
+    if folder is None or not store.RUN_FILE.match(run.path.name):
+        return [run]
+    runs = store.saved_runs(folder)
+    match = [r for r in runs if r.path.resolve() == run.path.resolve()]
+    return store.baseline_set(match[0], runs) if match else [run]
+
+
+def matches(names: Sequence[str], patterns: Sequence[str]) -> bool:
+    """True when any pattern matches any name: a glob, else a substring (any case)."""
+    return any(
+        fnmatch.fnmatchcase(name, pattern) or pattern.lower() in name.lower()
+        for pattern in patterns
+        for name in names
+    )
+
+
+def default_baselines_root() -> Path:
+    """The nearest ``baselines/`` folder from the working directory up, else ./baselines."""
+    here = Path.cwd().resolve()
+    for folder in (here, *here.parents):
+        if (folder / "baselines").is_dir():
+            return folder / "baselines"
+    return here / "baselines"
+
+
+def this_hardware_key() -> str:
+    """This machine's hardware key (imports torch, so only called when a key is needed)."""
+    import torch
+
+    from perfgate.machine import hardware_key
+
+    return hardware_key(use_cuda=torch.cuda.is_available())

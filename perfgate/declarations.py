@@ -1,0 +1,51 @@
+"""What a test declares for the gate, through ``@pytest.mark.perfgate(...)``.
+
+``family`` (e.g. "sdpa": ``--perf-gate-threshold sdpa=0.2`` applies), ``threshold`` (a fraction,
+wins over the command line) and ``ratios`` (same-run ratios, ``perfgate.Ratio``). Marks on the
+module, the function and a parameter combine, the closest winning for family and threshold.
+The declarations are saved in each benchmark's ``extra_info["perfgate"]``, so a saved run carries
+its own rules and ``perfgate compare`` applies them without the tests at hand.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from perfgate.verdict.pairing import Ratio
+
+MARKER_HELP = (
+    "perfgate(family=None, threshold=None, ratios=()): experiment family, a regression threshold "
+    "(a fraction, 0.1 = 10%) and same-run ratios (perfgate.Ratio) for the perfgate gate"
+)
+KEYWORDS = {"family", "threshold", "ratios"}
+
+
+def declarations(item: pytest.Item) -> dict:
+    """The merged ``perfgate`` marks of a test item, as plain JSON values."""
+    merged: dict = {}
+    ratios: list[dict] = []
+    for mark in reversed(list(item.iter_markers("perfgate"))):  # farthest first
+        unknown = set(mark.kwargs) - KEYWORDS
+        if unknown or mark.args:
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.perfgate takes only keyword arguments "
+                f"{sorted(KEYWORDS)}; got {sorted(unknown) or list(mark.args)}"
+            )
+        for name in ("family", "threshold"):
+            if mark.kwargs.get(name) is not None:
+                merged[name] = mark.kwargs[name]
+        for ratio in mark.kwargs.get("ratios", ()):
+            if not isinstance(ratio, Ratio):
+                raise pytest.UsageError(f"{item.nodeid}: perfgate ratios must be perfgate.Ratio")
+            ratios.append(ratio.as_json())
+    if ratios:
+        merged["ratios"] = ratios
+    return merged
+
+
+def uses_benchmark(item: pytest.Item) -> bool:
+    return "benchmark" in getattr(item, "fixturenames", ())
+
+
+def test_name(item: pytest.Item) -> str:
+    return item.nodeid.split("::")[-1].split("[")[0]

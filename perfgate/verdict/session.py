@@ -1,0 +1,227 @@
+"""The one verdict path: ``judge`` decides, for every benchmark of a current run against a
+baseline (one run or a set), whether it is gated and what the gate says. ``--perf-gate`` and
+``perfgate compare`` both call it, so for the same two runs they agree benchmark by benchmark.
+
+Every benchmark ends gated (regression, unconfirmed, improvement, unchanged) or not gated with a
+reason (new, not run, host-bound, untrusted GPU, too few rounds, no per-round data).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from perfgate.benchmark import Benchmark, Run
+from perfgate.stats import MIN_ROUNDS, Comparison, compare_samples
+from perfgate.verdict.pairing import (
+    declarations_of,
+    fastest_of,
+    peak_bytes,
+    same_run_ratios,
+    slowest_of,
+    worst_ratios,
+)
+from perfgate.verdict.rules import (
+    MemoryRegression,
+    RatioRegression,
+    Thresholds,
+    TimeImprovement,
+    TimeRegression,
+    threshold_for,
+)
+
+
+class Verdict(str, Enum):
+    """Outcome for one benchmark, declared from most to least severe."""
+
+    REGRESSION = "regression"  # failed a rule, and (for time and ratios) again on re-run
+    UNCONFIRMED = "unconfirmed"  # failed a time or ratio rule once; not (yet) re-run
+    NOT_GATED = "not gated"  # measured on both sides but cannot be judged; ``message`` says why
+    NEW = "new"  # a new benchmark: not in the baseline
+    NOT_RUN = "not run"  # in the baseline, not run this time (deselected or skipped)
+    IMPROVEMENT = "improvement"  # faster beyond the threshold, significantly
+    UNCHANGED = "unchanged"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def gated(self) -> bool:
+        gated = (Verdict.REGRESSION, Verdict.UNCONFIRMED, Verdict.IMPROVEMENT, Verdict.UNCHANGED)
+        return self in gated
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The verdict on one benchmark. ``comparison`` is what the message's numbers come from
+    (for an improvement: against the set's fastest run); None when one side is missing."""
+
+    name: str
+    verdict: Verdict
+    message: str
+    comparison: Comparison | None = None
+    family: str | None = None
+    threshold: float | None = None
+
+
+# MEASURE.md: when the host enqueues no faster than the GPU runs, per-call time follows host
+# jitter; such a case is reported, never gated on device-time noise.
+HOST_BOUND = "host-bound (host enqueue >= 80 % of device time): its time follows host jitter"
+
+
+def untrusted_reason(baseline: Run, current: Run) -> str | None:
+    """Why the GPU of either run cannot be trusted (throttling, other processes), or None."""
+    reasons = [f"baseline: {r}" for r in baseline.untrusted_reasons]
+    reasons += [f"current run: {r}" for r in current.untrusted_reasons]
+    return "; ".join(reasons) or None
+
+
+@dataclass(frozen=True)
+class _Context:
+    thresholds: Thresholds
+    declared: dict[str, dict]
+    untrusted: str | None
+    baseline_ratios: dict
+    current_ratios: dict
+    confirmed_ratios: dict
+    fastest: dict[str, Benchmark]
+
+
+def judge(
+    baselines: list[Run],
+    current: Run,
+    thresholds: Thresholds | None = None,
+    confirmation: Run | None = None,
+) -> list[GateResult]:
+    """The verdict on every benchmark of ``current`` and of the baseline runs (a list of one run
+    or of a set, oldest first), worst first. ``confirmation`` holds re-runs of the benchmarks
+    that failed a time or ratio rule: only a failure that the re-run repeats is confirmed."""
+    thresholds = thresholds or Thresholds()
+    declared = declarations_of(current, *reversed(baselines))
+    repeat = _merged(current, confirmation)
+    context = _Context(
+        thresholds=thresholds,
+        declared=declared,
+        untrusted=untrusted_reason(baselines[-1], current),
+        baseline_ratios=worst_ratios(baselines, declared),
+        current_ratios=same_run_ratios(current, declared),
+        confirmed_ratios=same_run_ratios(repeat, declared) if confirmation else {},
+        fastest=fastest_of(baselines) if len(baselines) > 1 else {},
+    )
+    slowest = slowest_of(baselines)
+    again = confirmation.benchmarks if confirmation else {}
+    results = []
+    for name in sorted(set(slowest) | set(current.benchmarks)):
+        before, now = slowest.get(name), current.benchmarks.get(name)
+        results.append(_judge_one(name, before, now, again.get(name), context))
+    return sorted(results, key=_severity)
+
+
+def _merged(current: Run, confirmation: Run | None) -> Run:
+    if confirmation is None:
+        return current
+    benchmarks = {**current.benchmarks, **confirmation.benchmarks}
+    return Run(None, current.datetime, current.machine_info, current.commit_info, benchmarks)
+
+
+def _severity(result: GateResult) -> tuple[int, float, str]:
+    change = abs(result.comparison.change_percent) if result.comparison else 0.0
+    return list(Verdict).index(result.verdict), -change, result.name
+
+
+def _judge_one(
+    name: str, before: Benchmark | None, now: Benchmark | None, again, context: _Context
+) -> GateResult:
+    declared = context.declared.get(name, {})
+    family = declared.get("family")
+    if before is None:
+        return GateResult(name, Verdict.NEW, "new benchmark: not in the baseline", family=family)
+    if now is None:
+        return GateResult(
+            name, Verdict.NOT_RUN, "in the baseline, not run this time", family=family
+        )
+    test = now.test
+    threshold = threshold_for(test, family, declared.get("threshold"), context.thresholds)
+    row = dict(name=name, family=family, threshold=threshold)
+    if reason := _not_gated(before, now, context.untrusted):
+        comparison = _comparison(before, now)
+        return GateResult(verdict=Verdict.NOT_GATED, message=reason, comparison=comparison, **row)
+    first = compare_samples(before.samples, now.samples)
+    confirmed, unconfirmed = _failures(name, before, now, again, first, threshold, context)
+    if confirmed or unconfirmed:
+        verdict = Verdict.REGRESSION if confirmed else Verdict.UNCONFIRMED
+        message = "; ".join(confirmed + unconfirmed)
+        return GateResult(verdict=verdict, message=message, comparison=first, **row)
+    fastest = context.fastest.get(name)
+    best = compare_samples(fastest.samples, now.samples) if fastest else first
+    rule = TimeImprovement(threshold, context.thresholds.alpha)
+    if message := rule.fails(best):
+        if fastest is not None:
+            message += " (against the baseline set's fastest run)"
+        return GateResult(verdict=Verdict.IMPROVEMENT, message=message, comparison=best, **row)
+    return GateResult(verdict=Verdict.UNCHANGED, message=first.describe(), comparison=first, **row)
+
+
+def _not_gated(before: Benchmark, now: Benchmark, untrusted: str | None) -> str | None:
+    if untrusted:
+        return f"not gated: {untrusted}"
+    if before.extra_info.get("host_bound") or now.extra_info.get("host_bound"):
+        return f"not gated: {HOST_BOUND}"
+    for side, benchmark in (("baseline", before), ("current run", now)):
+        if not benchmark.samples:
+            return f"not gated: the {side} has no per-round data (save runs with perfgate)"
+        if len(benchmark.samples) < MIN_ROUNDS:
+            return f"not gated: the {side} has {len(benchmark.samples)} rounds (< {MIN_ROUNDS})"
+    return None
+
+
+def _comparison(before: Benchmark, now: Benchmark) -> Comparison | None:
+    if before.samples and now.samples:
+        return compare_samples(before.samples, now.samples)
+    return None
+
+
+def _failures(name, before, now, again, first, threshold, context) -> tuple[list, list]:
+    """Messages of confirmed and of unconfirmed failures of one benchmark."""
+    confirmed: list[str] = []
+    unconfirmed: list[str] = []
+    time_rule = TimeRegression(threshold, context.thresholds.alpha)
+    if message := time_rule.fails(first):
+        second = compare_samples(before.samples, again.samples) if again else None
+        if second is not None and time_rule.fails(second):
+            confirmed.append(f"{message}; confirmed by re-run: {second.describe()}")
+        else:
+            unconfirmed.append(message)
+    peak = peak_bytes(before, now)
+    # Peak memory is deterministic, so it needs no re-run to be confirmed.
+    memory_rule = MemoryRegression(context.thresholds.memory_tolerance)
+    if peak is not None and (message := memory_rule.fails(*peak)):
+        confirmed.append(message)
+    old = context.baseline_ratios.get(name, {})
+    repeat = {r.name: r for r in context.confirmed_ratios.get(name, [])}
+    marker = context.declared.get(name, {}).get("threshold")  # a test's marker covers its ratios
+    limit = context.thresholds.ratio if marker is None else marker
+    for ratio in context.current_ratios.get(name, []):
+        if ratio.name not in old:
+            continue
+        rule = RatioRegression(limit, ratio.higher_is_better)
+        if message := rule.fails(old[ratio.name].value, ratio.value, ratio.name):
+            rerun = repeat.get(ratio.name)
+            repeated = rerun is not None and again is not None
+            if repeated and rule.fails(old[ratio.name].value, rerun.value, ratio.name):
+                confirmed.append(message)
+            else:
+                unconfirmed.append(message)
+    return confirmed, [f"{m} (not confirmed by a re-run)" for m in unconfirmed]
+
+
+def rerun_names(results: list[GateResult], current: Run, declared: dict[str, dict]) -> set[str]:
+    """Benchmarks to re-run: each unconfirmed one, plus the references its ratios divide by."""
+    flagged = {r.name for r in results if r.verdict is Verdict.UNCONFIRMED}
+    ratios = same_run_ratios(current, declared)
+    partners = {r.partner for name in flagged for r in ratios.get(name, []) if r.partner}
+    return flagged | partners
+
+
+def failed(results: list[GateResult]) -> bool:
+    return any(result.verdict is Verdict.REGRESSION for result in results)

@@ -1,0 +1,123 @@
+"""What a verdict looks like: terminal lines, a markdown summary (CI job pages) and JSON.
+
+The gate and ``perfgate compare`` print these same rows; every word comes from the verdict.
+"""
+
+from __future__ import annotations
+
+from perfgate.benchmark import Run, environment_changes
+from perfgate.verdict.session import GateResult, Verdict
+
+HEADINGS = {
+    Verdict.REGRESSION: "Confirmed regressions (fail the run)",
+    Verdict.UNCONFIRMED: "Unconfirmed (slower in one pass only; the gate re-runs these)",
+    Verdict.NOT_GATED: "Not gated, with the reason",
+    Verdict.NEW: "New benchmarks (not in the baseline)",
+    Verdict.IMPROVEMENT: "Improvements",
+    Verdict.UNCHANGED: "Unchanged",
+    Verdict.NOT_RUN: "In the baseline, not run this time",
+}
+LISTED = (Verdict.REGRESSION, Verdict.UNCONFIRMED, Verdict.NOT_GATED, Verdict.NEW)
+LISTED += (Verdict.IMPROVEMENT,)
+COLUMNS = ["benchmark", "baseline median", "current median", "change", "p (slower)", "detail"]
+
+
+def environment_difference(baseline: Run, current: Run) -> list[tuple[str, str, str]]:
+    """(what, baseline, current) for each software version or GPU driver that differs."""
+    return environment_changes(baseline.environment, current.environment)
+
+
+def counts(results: list[GateResult]) -> str:
+    """'12 gated (1 regression, 11 unchanged); 2 not gated; 1 new; 3 not run'."""
+    gated = [r for r in results if r.verdict.gated]
+    by_verdict = {v: sum(r.verdict is v for r in results) for v in Verdict}
+    inside = ", ".join(f"{by_verdict[v]} {v}" for v in Verdict if v.gated and by_verdict[v])
+    parts = [f"{len(gated)} gated" + (f" ({inside})" if inside else "")]
+    for verdict in (Verdict.NOT_GATED, Verdict.NEW, Verdict.NOT_RUN):
+        if by_verdict[verdict]:
+            parts.append(f"{by_verdict[verdict]} {verdict}")
+    return "; ".join(parts)
+
+
+def _milliseconds(seconds: float) -> str:
+    return f"{seconds * 1e3:.4g} ms"
+
+
+def cells(result: GateResult) -> list[str]:
+    c = result.comparison
+    if c is None:
+        return [result.name, "", "", "", "", result.message]
+    return [
+        result.name,
+        _milliseconds(c.baseline_median),
+        _milliseconds(c.current_median),
+        f"{c.change_percent:+.1f}%",
+        f"{c.p_value:.2g}" if c.enough_rounds else "n/a",
+        result.message,
+    ]
+
+
+def terminal_lines(results: list[GateResult], changes: list, baseline: str) -> list[str]:
+    """The counts, the environment difference, then every result not unchanged, by verdict."""
+    lines = [f"perfgate gate against {baseline}: {counts(results)}"]
+    lines += [f"  environment: {what} {before} -> {now}" for what, before, now in changes]
+    for verdict in LISTED:
+        rows = [r for r in results if r.verdict is verdict]
+        if rows:
+            lines.append(f"{HEADINGS[verdict]}:")
+            lines += ["  " + " | ".join(cells(r)) for r in rows]
+    not_run = sum(r.verdict is Verdict.NOT_RUN for r in results)
+    if not_run:
+        lines.append(
+            f"{not_run} baseline benchmarks were not run this time (deselected or skipped)"
+        )
+    return lines
+
+
+def markdown(results: list[GateResult], changes: list, baseline: str) -> str:
+    """A markdown summary: counts, environment difference, one table per verdict listed."""
+    parts = ["# perfgate gate", "", f"Baseline: `{baseline}`. Result: {counts(results)}."]
+    if changes:
+        parts += ["", "| environment | baseline | current |", "| --- | --- | --- |"]
+        parts += [f"| {what} | {before} | {now} |" for what, before, now in changes]
+    for verdict in (*LISTED, Verdict.UNCHANGED):
+        rows = [r for r in results if r.verdict is verdict]
+        if not rows:
+            continue
+        table = ["| " + " | ".join(COLUMNS) + " |", "|" + " --- |" * len(COLUMNS)]
+        table += ["| " + " | ".join(_escape(cell) for cell in cells(r)) + " |" for r in rows]
+        if verdict is Verdict.UNCHANGED:
+            summary = f"<details><summary>{len(rows)} unchanged</summary>"
+            parts += ["", summary, "", *table, "", "</details>"]
+        else:
+            parts += ["", f"## {HEADINGS[verdict]}", "", *table]
+    not_run = [r.name for r in results if r.verdict is Verdict.NOT_RUN]
+    if not_run:
+        parts += ["", f"<details><summary>{len(not_run)} baseline benchmarks not run</summary>", ""]
+        parts += [f"- `{name}`" for name in not_run] + ["", "</details>"]
+    return "\n".join(parts) + "\n"
+
+
+def as_json(results: list[GateResult]) -> list[dict]:
+    """One object per benchmark: name, verdict, gated, message, medians, change, threshold."""
+    rows = []
+    for r in results:
+        c = r.comparison
+        rows.append(
+            {
+                "name": r.name,
+                "verdict": r.verdict.value,
+                "gated": r.verdict.gated,
+                "message": r.message,
+                "family": r.family,
+                "threshold": r.threshold,
+                "baseline_median_s": c.baseline_median if c else None,
+                "current_median_s": c.current_median if c else None,
+                "change_percent": c.change_percent if c else None,
+            }
+        )
+    return rows
+
+
+def _escape(cell: str) -> str:
+    return cell.replace("|", "\\|").replace("\n", " ")
