@@ -56,9 +56,11 @@ def thresholds_from(config: pytest.Config) -> Thresholds:
 class GateSession:
     """The gate's state for one pytest session; registered as a plugin when --perf-gate is on."""
 
-    def __init__(self, config: pytest.Config, choice: BaselineChoice, saver: Saver):
+    def __init__(
+        self, config: pytest.Config, choice: BaselineChoice, saver: Saver, thresholds: Thresholds
+    ):
         self.config, self.choice, self.saver = config, choice, saver
-        self.thresholds = thresholds_from(config)
+        self.thresholds = thresholds
         self.report_path = Path(config.getoption("--perf-gate-report"))
         self.declared: dict[str, dict] = {}
         self.lines: list[str] = []

@@ -93,11 +93,13 @@ def _configure_store_and_gate(config: pytest.Config) -> None:
             "pytest-xdist (-n) is on, and pytest-benchmark does not time under xdist: "
             "run the gate without -n"
         )
+    thresholds = gate.thresholds_from(config) if use_gate else None  # usage errors first
     key = machine.hardware_key("cuda" in devices and torch.cuda.is_available())
     choice = baseline_session.choose(config, key, use_gate)
     saver = config.stash[SAVER] = Saver(config, choice, key)
     if use_gate:
-        config.pluginmanager.register(gate.GateSession(config, choice, saver), "perfgate-gate")
+        session = gate.GateSession(config, choice, saver, thresholds)
+        config.pluginmanager.register(session, "perfgate-gate")
 
 
 @pytest.hookimpl(trylast=True)  # pytest-benchmark's session exists by now

@@ -1,30 +1,46 @@
-"""End-to-end tests of the perfgate pytest plugin with pytester: baselines, compare, the gate."""
+"""End-to-end tests of the perfgate pytest plugin with pytester: the store, compare, the gate, and
+every way the gate can fail to run (one line, exit 6, never a green run that gated nothing)."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
-# A benchmark whose duration the test controls: a busy wait ends at its deadline whatever else
-# the machine does, so the durations are stable even on a loaded 2-core CI machine.
-BENCHMARK = """
-import os, time
+from perfgate.baseline_session import GATE_NOT_RUN
+
+# Benchmarks whose durations the test controls exactly: pytest-benchmark reads a virtual clock
+# (--benchmark-timer) that the work advances by PERFGATE_WORK_SECONDS, +-5 % seeded noise, so the
+# gate sees the same samples on any machine, loaded or not.
+VIRTUAL_CLOCK = """
+import os, random
+
+now = 0.0
+noise = random.Random(0)
+
+def clock():
+    return now
 
 def work():
-    deadline = time.perf_counter() + float(os.environ["PERFGATE_WORK_SECONDS"])
-    while time.perf_counter() < deadline:
-        pass
+    global now
+    now += float(os.environ["PERFGATE_WORK_SECONDS"]) * (0.95 + 0.1 * noise.random())
+"""
+BENCHMARK = """
+from pathlib import Path
+
+from virtual_clock import work
 
 def test_work(benchmark):
+    Path("ran").write_text("yes")
     benchmark.pedantic(work, rounds=20, iterations=1, warmup_rounds=1)
 """
 
 
 @pytest.fixture
 def bench_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    pytester.makepyfile(test_bench=BENCHMARK)
+    pytester.makepyfile(test_bench=BENCHMARK, virtual_clock=VIRTUAL_CLOCK)
     monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.002")
     # under pytest-xdist the inner pytest would inherit these and disable its benchmarks
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
@@ -32,18 +48,36 @@ def bench_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) ->
     return pytester
 
 
+PLUGINS = ("-p", "perfgate.plugin", "-p", "no:cacheprovider")
+
+
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "perfgate.plugin", "-p", "no:cacheprovider", *args)
+    clock = (
+        ["--benchmark-timer=virtual_clock.clock"]
+        if (pytester.path / "virtual_clock.py").exists()
+        else []
+    )
+    return pytester.runpytest_subprocess(*PLUGINS, *clock, *args)
 
 
 def saved_runs(pytester: pytest.Pytester) -> list[Path]:
     return sorted((pytester.path / "baselines").rglob("*.json"))
 
 
+def assert_cannot_gate(result: pytest.RunResult, *lines: str) -> None:
+    """Exit 6, the given line(s) said, no traceback and no INTERNALERROR."""
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == GATE_NOT_RUN, output
+    for line in lines:
+        assert line in output, output
+    assert "Traceback" not in output and "INTERNALERROR" not in output, output
+
+
+# --- the store --------------------------------------------------------------------------------
 def test_compare_without_baseline_says_how_to_record_one_and_passes(bench_project):
     result = run(bench_project, "--benchmark-compare", "--benchmark-compare-fail=median:10%")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["*no baseline for this hardware*--benchmark-save=baseline*"])
+    result.stdout.fnmatch_lines(["*no baseline for this hardware*--benchmark-save=NAME*"])
 
 
 def test_saving_twice_keeps_both_runs_under_the_hardware_key(bench_project):
@@ -77,6 +111,46 @@ def test_corrupt_baseline_is_an_error_naming_the_file(bench_project):
     result.stderr.fnmatch_lines(["*0002_truncated.json is not valid JSON*"])
 
 
+@pytest.mark.parametrize("failure", ["raise AssertionError('boom')", "raise KeyboardInterrupt"])
+def test_a_session_that_does_not_finish_cleanly_never_becomes_a_baseline(bench_project, failure):
+    bench_project.makepyfile(test_zz_broken=f"def test_broken(benchmark):\n    {failure}\n")
+    result = run(bench_project, "--benchmark-save=partial")
+    assert result.ret in (pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.INTERRUPTED)
+    assert saved_runs(bench_project) == []
+    result.stdout.fnmatch_lines(["*NOT saved as a baseline*perfgate-results/unsaved/*partial*"])
+    assert list((bench_project.path / "perfgate-results" / "unsaved").glob("*_partial.json"))
+
+
+def test_saving_while_gating_warns_that_it_is_the_next_baseline(bench_project):
+    assert run(bench_project, "--benchmark-save=base").ret == 0
+    result = run(bench_project, "--perf-gate", "--benchmark-save=next")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*0002_next.json is now the newest baseline*"])
+
+
+def test_saving_under_another_key_than_the_compared_run_warns(bench_project, tmp_path):
+    other = tmp_path / "elsewhere" / "GPU-X" / "m"
+    other.mkdir(parents=True)
+    assert run(bench_project, "--benchmark-save=base").ret == 0
+    foreign = json.loads(saved_runs(bench_project)[0].read_text())
+    foreign["machine_info"]["perfgate"]["hardware_key"] = "GPU-X"
+    (other / "0001_gpu.json").write_text(json.dumps(foreign))
+    result = run(bench_project, f"--benchmark-compare={other / '0001_gpu.json'}",
+                 "--benchmark-save=mine")  # fmt: skip
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["*warning: saved under*but compared with a run of GPU-X*"])
+
+
+def test_missing_perf_baselines_folder_is_an_error_unless_saving(bench_project, tmp_path):
+    missing = tmp_path / "nowhere"
+    result = run(bench_project, f"--perf-baselines={missing}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--perf-baselines {missing} does not exist*"])
+    assert run(bench_project, f"--perf-baselines={missing}", "--benchmark-save=x").ret == 0
+    assert list(missing.rglob("0001_x.json"))
+
+
+# --- the gate ---------------------------------------------------------------------------------
 def test_gate_fails_a_2x_slowdown_and_passes_an_unchanged_run(bench_project, monkeypatch):
     assert run(bench_project, "--benchmark-save=baseline").ret == 0
 
@@ -88,13 +162,32 @@ def test_gate_fails_a_2x_slowdown_and_passes_an_unchanged_run(bench_project, mon
     assert "Confirmed regressions" in output and "confirmed by re-run" in output
     report = (bench_project.path / "perfgate-results" / "gate.md").read_text()
     assert "## Confirmed regressions" in report and "test_work" in report
+    verdicts = json.loads((bench_project.path / "perfgate-results" / "gate.json").read_text())
+    assert [(v["name"], v["verdict"]) for v in verdicts] == [("test_bench.py::test_work",
+                                                             "regression")]  # fmt: skip
 
     monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.002")
     unchanged = run(bench_project, "--perf-gate")
     output = unchanged.stdout.str()
-    # on a loaded CI machine a busy wait can overshoot once (then "unconfirmed"), never twice
     assert unchanged.ret == 0, output
-    assert "perfgate gate against" in output and "Confirmed regressions" not in output
+    assert "comparing with" in output and "0001_baseline.json" in output
+    assert "1 gated" in output and "Confirmed regressions" not in output
+
+
+def test_gate_and_compare_give_the_same_verdict(bench_project, monkeypatch):
+    assert run(bench_project, "--benchmark-save=baseline").ret == 0
+    monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.003")
+    result = run(bench_project, "--perf-gate", "--benchmark-json=now.json",
+                 "--perf-gate-threshold=0.9")  # fmt: skip
+    assert result.ret == 0, result.stdout.str()
+    gate = json.loads((bench_project.path / "perfgate-results" / "gate.json").read_text())
+    compare = bench_project.run(
+        sys.executable, "-m", "perfgate", "compare", str(saved_runs(bench_project)[0]),
+        str(bench_project.path / "now.json"), "--json", "--threshold=90",
+    )  # fmt: skip
+    assert compare.ret == 0, compare.stderr.str()
+    by_compare = {row["name"]: row["verdict"] for row in json.loads(compare.stdout.str())}
+    assert {row["name"]: row["verdict"] for row in gate} == by_compare
 
 
 def test_gate_learns_the_machines_spread_from_a_baseline_set(bench_project, monkeypatch):
@@ -122,12 +215,124 @@ def test_gate_threshold_marker_beats_the_default(bench_project, monkeypatch):
     assert run(bench_project, "--benchmark-save=baseline").ret == 0
     monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.003")  # 50 % slower, under the 90 % marker
     assert run(bench_project, "--perf-gate").ret == 0
+    saved = json.loads(saved_runs(bench_project)[0].read_text())
+    assert saved["benchmarks"][0]["extra_info"]["perfgate"] == {"threshold": 0.9}
+
+
+def test_threshold_names_match_any_case(bench_project):
+    assert run(bench_project, "--benchmark-save=baseline").ret == 0
+    assert run(bench_project, "--perf-gate", "--perf-gate-threshold=TEST_WORK=0.5").ret == 0
 
 
 def test_bad_gate_threshold_is_a_usage_error(bench_project):
     result = run(bench_project, "--perf-gate", "--perf-gate-threshold=fast")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--perf-gate-threshold 'fast'*FAMILY=FRACTION*"])
+    result.stderr.fnmatch_lines(["*--perf-gate-threshold: threshold 'fast'*NAME=FRACTION*"])
+
+
+# --- the gate cannot run: exit 6, one line ----------------------------------------------------
+def test_gate_without_baseline_names_the_keys_that_exist(bench_project):
+    (bench_project.path / "baselines" / "GPU-Y" / "m").mkdir(parents=True)
+    assert run(bench_project, "--perf-baselines=baselines", "--benchmark-save=x").ret == 0
+    for saved in saved_runs(bench_project):
+        saved.rename(bench_project.path / "baselines" / "GPU-Y" / "m" / saved.name)
+    assert_cannot_gate(run(bench_project, "--perf-gate"), "no baseline for this hardware",
+                       "keys with runs there: GPU-Y")  # fmt: skip
+    assert not (bench_project.path / "ran").exists()  # failed before running anything
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["--benchmark-compare=9999"], "no run '9999'"),
+        (["-k", "nothing_matches"], "none of the 0 selected benchmarks is in the baseline"),
+        (["--perf-gate-threshold=sdpaa=0.5"], "names no family or test here: sdpaa"),
+        (["--benchmark-disable"], "benchmarks are not timed here"),
+        (["-p", "xdist", "-n", "2"], "pytest-xdist (-n) is on"),
+        (["--device", "cuda"], "no CUDA device on this machine"),
+    ],
+)
+def test_gate_that_would_compare_nothing_fails_before_running(bench_project, args, line):
+    assert run(bench_project, "--benchmark-save=baseline").ret == 0
+    (bench_project.path / "ran").unlink()
+    if args == ["--device", "cuda"] and _has_cuda():
+        pytest.skip("this machine has a GPU")
+    assert_cannot_gate(run(bench_project, "--perf-gate", *args), line)
+    assert not (bench_project.path / "ran").exists()
+
+
+def test_gate_fails_when_every_benchmark_skipped(bench_project):
+    assert run(bench_project, "--benchmark-save=baseline").ret == 0
+    bench_project.makepyfile(
+        test_bench=BENCHMARK.replace("    Path(", "    import pytest; pytest.skip('no')\n    Path(")
+    )
+    assert_cannot_gate(run(bench_project, "--perf-gate"), "nothing was gated")
+
+
+@pytest.mark.parametrize(
+    ("content", "line"),
+    [
+        ('{"benchmarks": [', "is not valid JSON"),
+        (b"\xff\xfe", "is not UTF-8 text"),
+        ('{"benchmarks": [{}]}', "benchmarks[0] has no name, fullname or stats"),
+        ("no-data", "has no per-round data, so it cannot be compared"),
+        ("negative", "stats.data must be a list of positive seconds"),
+    ],
+)
+def test_a_broken_member_of_the_baseline_set_fails_before_running(bench_project, content, line):
+    assert run(bench_project, "--benchmark-save=base").ret == 0
+    assert run(bench_project, "--benchmark-save=base").ret == 0
+    older = saved_runs(bench_project)[0]  # the set's older member, not the newest run
+    data = json.loads(older.read_text())
+    if content in ("no-data", "negative"):
+        data["benchmarks"][0]["stats"]["data"] = [] if content == "no-data" else [1e-3, -1.0]
+        older.write_text(json.dumps(data))
+    elif isinstance(content, bytes):
+        older.write_bytes(content)
+    else:
+        older.write_text(content)
+    (bench_project.path / "ran").unlink()
+    assert_cannot_gate(run(bench_project, "--perf-gate"), line, older.name)
+    assert not (bench_project.path / "ran").exists()
+
+
+# --- runs anywhere ----------------------------------------------------------------------------
+def test_gate_runs_from_a_subdirectory_and_with_baselines_elsewhere(
+    bench_project, tmp_path, monkeypatch
+):
+    (bench_project.path / "conftest.py").write_text("")
+    assert run(bench_project, "--benchmark-save=baseline").ret == 0
+    monkeypatch.chdir(bench_project.mkdir("sub"))
+    result = bench_project.run(
+        sys.executable, "-m", "pytest", *PLUGINS, "--benchmark-timer=virtual_clock.clock",
+        "--perf-gate", str(bench_project.path / "test_bench.py"),
+    )  # fmt: skip
+    monkeypatch.chdir(bench_project.path)
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    elsewhere = tmp_path / "store"
+    (bench_project.path / "baselines").rename(elsewhere)
+    result = run(bench_project, f"--perf-baselines={elsewhere}", "--perf-gate")
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+def test_ignored_benchmark_options_warn(bench_project):
+    result = run(bench_project, "--benchmark-min-rounds=50", "-W", "default")
+    assert result.ret == 0
+    assert "--benchmark-min-rounds is ignored" in result.stdout.str() + result.stderr.str()
+
+
+def test_histogram_needs_pygal_or_says_so(bench_project):
+    result = run(bench_project, "--benchmark-histogram=hist")
+    output = result.stdout.str() + result.stderr.str()
+    try:
+        import pygal  # noqa: F401
+    except ImportError:
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert "--benchmark-histogram needs pygal" in output
+    else:
+        assert result.ret == 0, output
+        assert list(bench_project.path.glob("hist*.svg"))
 
 
 def test_out_of_memory_skips_the_case_and_the_run_goes_on(pytester: pytest.Pytester):
@@ -147,3 +352,9 @@ def test_out_of_memory_skips_the_case_and_the_run_goes_on(pytester: pytest.Pytes
     result.stdout.fnmatch_lines(
         ["*out of memory for this parameter: CUDA out of memory*", "*1 passed, 1 skipped*"]
     )
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()

@@ -1,0 +1,68 @@
+"""perfgate/_pytest_benchmark.py against the installed pytest-benchmark: every private attribute
+perfgate relies on, exercised inside a real pytest session (pytester)."""
+
+from __future__ import annotations
+
+import pytest
+
+ADAPTER_CHECKS = """
+import json
+from pathlib import Path
+
+from perfgate import _pytest_benchmark as adapter
+
+
+def test_adapter(benchmark, request):
+    config = request.config
+    assert adapter.active(config) and not adapter.disabled(config)
+    readings = iter(range(100))
+    adapter.set_timer(benchmark, lambda: float(next(readings)))  # each round reads 1 s
+    benchmark.pedantic(lambda: None, rounds=3, iterations=1, warmup_rounds=0)
+    assert adapter.samples(benchmark) == [1.0, 1.0, 1.0]
+    assert adapter.result_count(config) == 1
+    run = adapter.current_run(config)
+    assert run.benchmarks[request.node.nodeid].samples == (1.0, 1.0, 1.0)
+    assert "perfgate" in run.machine_info and adapter.machine_id(config)
+    taken = adapter.take_results_since(config, 0)
+    assert list(taken.benchmarks) == [request.node.nodeid]
+    assert adapter.result_count(config) == 0
+
+    baseline = Path("baseline.json")
+    baseline.write_text(json.dumps({"benchmarks": [{"fullname": "x", "stats": {}}]}))
+    adapter.show_comparison_with(config, baseline)
+    session = config._benchmarksession
+    assert list(session.compared_mapping.values()) == [{"x": {"fullname": "x", "stats": {}}}]
+    saved = []
+    adapter.route_saving(config, lambda data, name: saved.append(name))
+    session.storage.save({}, "run")
+    assert saved == ["run"]
+    adapter.drop_compare_fail(config)
+    assert session.compare_fail == [] and config.option.benchmark_compare_fail == []
+
+
+def test_profiled_fixture_is_marked_skipped(benchmark):
+    adapter.mark_profiled(benchmark)
+    assert benchmark.skipped
+"""
+
+
+def test_adapter_reaches_what_perfgate_needs(pytester: pytest.Pytester, monkeypatch):
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makepyfile(test_adapter=ADAPTER_CHECKS)
+    result = pytester.runpytest_subprocess("-p", "perfgate.plugin", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
+
+
+def test_disabled_is_seen(pytester: pytest.Pytester):
+    pytester.makepyfile(
+        test_disabled="""
+        from perfgate import _pytest_benchmark as adapter
+
+        def test_it(benchmark, request):
+            assert adapter.disabled(request.config)
+            benchmark(lambda: None)
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "perfgate.plugin", "--benchmark-disable")
+    result.assert_outcomes(passed=1)
