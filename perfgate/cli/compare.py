@@ -33,6 +33,11 @@ def compare_results(
         raise StoreError(f"{a.path} vs {b.path}: {error}") from error
     if patterns:
         results = [r for r in results if matches([r.name, r.name.split("::")[-1]], patterns)]
+    if patterns and not results:
+        raise StoreError(
+            f"no benchmark matches --filter {' '.join(patterns)} in {a.path} or {b.path}; "
+            "use a glob or a substring of the benchmark names"
+        )
     return members, results
 
 
@@ -76,11 +81,6 @@ def compare_text(a: Run, b: Run, thresholds: Thresholds, patterns: Sequence[str]
                  markdown: bool) -> str:  # fmt: skip
     """Header lines, the environment difference, one row per benchmark, and the counts."""
     members, results = compare_results(a, b, thresholds, patterns)
-    if not results:
-        raise StoreError(
-            f"no benchmark matches --filter {' '.join(patterns)} in {a.path} or {b.path}; "
-            "use a glob or a substring of the benchmark names"
-        )
     headers = ["benchmark", "A median", "B median", "change", "p", "B/A 95% CI", "verdict"]
     table = render([*headers, "detail"], [_cells(r) for r in results], markdown)
     rule = (
