@@ -27,6 +27,7 @@ def compare_results(
 ) -> tuple[list[Run], list[GateResult]]:
     """(A's baseline set, the verdict on every benchmark of A's set and B matching patterns)."""
     members = baseline_set_of(a)
+    _check_threshold_names(thresholds, [*members, b])
     try:
         results = judge(members, b, thresholds)
     except ValueError as error:  # e.g. a threshold marker that is not a fraction
@@ -39,6 +40,18 @@ def compare_results(
             "use a glob or a substring of the benchmark names"
         )
     return members, results
+
+
+def _check_threshold_names(thresholds: Thresholds, runs: list[Run]) -> None:
+    """StoreError when --threshold names a family or test that none of ``runs`` has, as the
+    gate refuses an unknown --perf-gate-threshold name (a typo would silently change nothing)."""
+    names = {b.test for run in runs for b in run.benchmarks.values()}
+    names |= {b.family for run in runs for b in run.benchmarks.values() if b.family}
+    if unknown := thresholds.unknown_names(names):
+        raise StoreError(
+            f"--threshold names no family or test in these runs: {', '.join(unknown)}; "
+            f"valid names: {', '.join(sorted(names))}"
+        )
 
 
 def _run_line(side: str, run: Run) -> str:
