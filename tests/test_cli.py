@@ -1,6 +1,7 @@
-"""The perfgate command line on the run fixtures of tests/data (see make_fixtures.py): three runs
-of one H100 key (0003 has another torch, flash-fp16 twice as slow, math-fp16 dropped and an
-mxint8_fused Linear added) and one CPU run."""
+"""perfgate history, report and profile, help and ``python -m perfgate``, on the run fixtures of
+tests/data (see make_fixtures.py): three runs of one H100 key (0003 has another torch, flash-fp16
+twice as slow, math-fp16 dropped and an mxint8_fused Linear added) and one CPU run. ``perfgate
+compare`` is tested in test_cli_compare.py."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from perfgate import profiling
-from perfgate.cli import main
+from perfgate.cli import main, profile
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
@@ -32,6 +33,15 @@ def perfgate(*args: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     status = main(list(args), out=out, err=err)
     return status, out.getvalue(), err.getvalue()
+
+
+def error_line(err: str, command: str) -> str:
+    """The one error line of ``err``; anything else there is a "reading ..." progress line."""
+    lines = err.splitlines()
+    errors = [line for line in lines if line.startswith(f"perfgate {command}: error: ")]
+    assert len(errors) == 1, err
+    assert all(line in errors or line.startswith("reading ") for line in lines), err
+    return errors[0]
 
 
 def table_rows(text: str) -> list[str]:
@@ -52,119 +62,37 @@ def fixture_median(name: str, run: Path) -> float:
     return next(b["stats"]["median"] for b in benchmarks if b["name"] == name)
 
 
-# --- compare -----------------------------------------------------------------------------------
-def test_compare_defaults_to_the_newest_two_runs_and_sorts_by_severity():
-    status, out, _ = perfgate("compare", *WHERE)
-    assert status == 0
-    assert re.search(r"^A: .*0002_rerun\.json", out, re.M)
-    assert re.search(r"^B: .*0003_torch-2\.12\.json", out, re.M)
-    assert "environment changed: torch 2.11.0+cu130 -> 2.12.0+cu130" in out
-    rows = table_rows(out)
-    assert rows[0].startswith(SLOWER) and rows[0].endswith("regression"), rows[0]
-    assert re.search(r"\+(99|100|101)\.\d %", rows[0]), rows[0]
-    assert rows[-2].startswith("test_attention[cuda-32x8x128x64-math-fp16]")
-    assert rows[-2].endswith("only in A")
-    assert rows[-1].startswith("test_linear[cuda-4096x4096-1-mxint8_fused-bf16]")
-    assert rows[-1].endswith("only in B")
-    # two cold-start rounds per run: medians only, no significance
-    calls = [r for r in rows if r.startswith("test_resnet18_calls")]
-    assert len(calls) == 2 and all(r.endswith("n/a") for r in calls)
-    assert "1 regression, 18 unchanged, 2 n/a, 1 only in A, 1 only in B" in out
-
-
-def test_compare_by_run_number_and_name_fragment_same_environment():
-    status, out, _ = perfgate("compare", "1", "rerun", *WHERE)
-    assert status == 0
-    assert "environment: same (torch 2.11.0+cu130, triton 3.6.0, cuda 13.0" in out
-    assert "driver 580.159.04" in out
-    verdicts = {row.split()[-1] for row in table_rows(out)}
-    assert verdicts == {"unchanged", "n/a"}
-
-
-def test_compare_markdown_with_glob_filter():
-    status, out, _ = perfgate("compare", "0002", "0003", "--markdown", "--filter", "*sdpa*", *WHERE)
-    assert status == 0
-    lines = out.splitlines()
-    assert lines[0].startswith("- A: ") and lines[2].startswith("- environment changed: torch")
-    table = [line for line in lines if line.startswith("| ")]
-    assert table[0] == "| benchmark | A median | B median | change | p | B/A 95% CI | verdict |"
-    assert lines[lines.index(table[0]) + 1].startswith("| --- | ---: | ---: | ---: |")
-    names = [row.split(" | ")[0][2:] for row in table[2:]]
-    assert names[0] == SLOWER and len(names) == 6
-    assert all(name.startswith("test_attention[") for name in names)
-
-
-def test_compare_substring_filter_and_explicit_paths():
-    first, third = FOLDER / "0001_base.json", FOLDER / "0003_torch-2.12.json"
-    status, out, _ = perfgate("compare", str(first), str(third), "--filter", "dequantize")
-    assert status == 0
-    rows = table_rows(out)
-    assert len(rows) == 5 and all(row.startswith("test_dequantize[") for row in rows)
-
-
 # --- errors ------------------------------------------------------------------------------------
-def test_missing_run_file_names_it_and_exits_2(tmp_path):
-    missing = tmp_path / "nothere.json"
-    status, out, err = perfgate("compare", str(missing), "0001", *WHERE)
-    assert status == 2 and out == ""
-    assert err.count("\n") == 1, err
-    assert f"run file {missing} does not exist" in err
-
-
-def test_corrupt_run_file_names_it_and_says_what_to_do(tmp_path):
+def test_corrupt_or_non_utf8_run_file_names_it_and_says_what_to_do(tmp_path):
     broken = tmp_path / "broken.json"
-    broken.write_text('{"benchmarks": [')
-    status, _, err = perfgate("report", str(broken), "--out", str(tmp_path / "r"))
-    assert status == 2
-    assert f"baseline {broken} is not valid JSON" in err
-    assert "restore it from git" in err
+    for content, problem in ((b'{"benchmarks": [', "is not valid JSON"), (b"\xff{}", "UTF-8")):
+        broken.write_bytes(content)
+        status, out, err = perfgate("report", str(broken), "--out", str(tmp_path / "r"))
+        line = error_line(err, "report")
+        assert (status, out) == (2, "")
+        assert f"run {broken} " in line and problem in line and "restore it from git" in line
 
 
-def test_damaged_benchmark_or_bad_rounds_name_the_file(tmp_path):
-    rerun = str(FOLDER / "0002_rerun.json")
-    run = json.loads((FOLDER / "0001_base.json").read_text())
-    run["benchmarks"][0]["stats"]["data"][0] = 0.0  # a zero-second round: a broken timer
-    zero = tmp_path / "zero.json"
-    zero.write_text(json.dumps(run))
-    status, _, err = perfgate("compare", str(zero), rerun)
-    assert status == 2
-    assert f"test_resnet18_steady[cuda-1-eager] in {zero}" in err and "positive" in err
-    del run["benchmarks"][1]["stats"]
-    damaged = tmp_path / "damaged.json"
-    damaged.write_text(json.dumps(run))
-    status, _, err = perfgate("compare", str(damaged), rerun)
-    assert status == 2
-    assert f"run {damaged}: benchmarks[1] has no name or no stats.median" in err
-
-
-def test_unknown_or_ambiguous_run_lists_the_saved_runs():
-    status, _, err = perfgate("compare", "0042", "0001", *WHERE)
-    assert status == 2
-    assert "no run '0042'" in err and "0003_torch-2.12.json" in err
-    status, _, err = perfgate("compare", "r", "0001", *WHERE)  # rerun, torch-2.12
-    assert status == 2 and "'r' names several runs" in err
-
-
-def test_no_runs_for_the_hardware_suggests_the_folders_there():
-    status, _, err = perfgate("compare", "--baselines", str(BASELINES), "--hardware", "NO-GPU")
-    assert status == 2
-    assert "no saved runs in" in err and "NO-GPU" in err
-    assert f"available: {KEY}" in err and "--benchmark-save" in err
-
-
-def test_compare_needs_two_runs(tmp_path):
-    folder = tmp_path / "ONE" / "machine"
-    folder.mkdir(parents=True)
-    (folder / "0001_only.json").write_text((FOLDER / "0001_base.json").read_text())
-    status, _, err = perfgate("compare", "--baselines", str(tmp_path), "--hardware", "ONE")
-    assert status == 2 and "only 1 saved run" in err
+@pytest.mark.parametrize(
+    "command",
+    [["history", "flash"], ["report", str(CPU_RUN)], ["profile", "perf_tests::test_x"]],
+)
+def test_out_naming_an_existing_file_is_refused_and_the_file_kept(tmp_path, command):
+    existing = tmp_path / "notes.txt"
+    existing.write_text("mine")
+    where = WHERE if command[0] != "profile" else []
+    status, out, err = perfgate(*command, "--out", str(existing), *where)
+    assert (status, out) == (2, "")
+    line = error_line(err, command[0])
+    assert f"--out {existing} is a file, not a folder" in line
+    assert existing.read_text() == "mine"
 
 
 # --- history -----------------------------------------------------------------------------------
 def test_history_table_marks_the_environment_change_and_writes_a_plot(tmp_path):
     status, out, err = perfgate("history", "flash-fp16", "--out", str(tmp_path), *WHERE)
     assert status == 0
-    assert f"reading 3 runs from {BASELINES / KEY}" in err
+    assert f"reading runs from {BASELINES / KEY}" in err
     rows = table_rows(out)
     assert [row.split()[0] for row in rows] == [
         "0001_base.json",
@@ -200,8 +128,11 @@ def test_history_without_a_match_says_so(tmp_path):
 def test_report_answers_the_lab_questions_with_plots(tmp_path):
     status, out, err = perfgate("report", "0003", str(CPU_RUN), "--out", str(tmp_path), *WHERE)
     assert status == 0, err
-    assert "reading 2 runs" in err and "plotting" in err
+    assert "plotting" in err
     report = (tmp_path / "report.md").read_text()
+    runs = report.split("## Runs")[1].split("## ")[0]
+    assert [line.split(" | ")[1] for line in runs.splitlines() if line.startswith("| ")][2:] == [
+        "0003_torch-2.12.json", "cpu-run.json"]  # fmt: skip
     for heading in ("## Runs", "## 1. torch.compile", "## 2. Kernel fusion", "### 3a.", "### 3b."):
         assert heading in report
     run = FOLDER / "0003_torch-2.12.json"
@@ -273,63 +204,68 @@ def test_python_dash_m_perfgate_runs_the_command_line():
 
 
 # --- profile -----------------------------------------------------------------------------------
-class FakePytest:
-    """Stands in for subprocess.Popen: records the command, writes what --perf-profile would."""
-
-    commands: list[list[str]] = []
-    returncode = 0
-    writes = True
-
-    def __init__(self, command, **kwargs):
-        FakePytest.commands.append(command)
-        folder = Path(command[command.index("--perf-profile") + 1])
-        if FakePytest.writes:
-            stem = folder / "test_attention_cpu-32x8x128x64-naive-fp32_"
-            Path(f"{stem}.txt").write_text("Name  Self CPU\naten::bmm  60.0%\naten::_softmax\n")
-            Path(f"{stem}.trace.json").write_text("{}")
-        self.stdout = io.StringIO("collected 1 item\n1 passed in 0.5s\n")
-
-    def wait(self) -> int:
-        return FakePytest.returncode
+# A real subprocess in place of pytest: it prints as pytest would, writes one table and one trace
+# into the folder it is given, and exits with the status asked for. run_profile runs it, streams
+# its output, finds what it wrote (not what was there before) and prints it.
+PROFILED = """
+import sys
+from pathlib import Path
+folder, status = Path(sys.argv[1]), int(sys.argv[2])
+print("collected 1 item", flush=True)
+if status == 0:
+    (folder / "case_naive.txt").write_text("Name  Self CPU\\naten::bmm  60.0%\\n")
+    (folder / "case_naive.trace.json").write_text("{}")
+print("1 passed" if status == 0 else "no tests ran", flush=True)
+sys.exit(status)
+"""
 
 
 @pytest.fixture
-def fake_pytest(monkeypatch):
-    FakePytest.commands, FakePytest.returncode, FakePytest.writes = [], 0, True
-    monkeypatch.setattr(profiling.subprocess, "Popen", FakePytest)
-    return FakePytest
+def profiled(monkeypatch):
+    """Replace the pytest command by PROFILED; records the pytest command it replaced."""
+    state, real_command = SimpleNamespace(commands=[], status=0), profile.pytest_command
+
+    def command(test_id, folder, extra=()):
+        state.commands.append(real_command(test_id, folder, extra))
+        return [sys.executable, "-c", PROFILED, str(folder), str(state.status)]
+
+    monkeypatch.setattr(profile, "pytest_command", command)
+    return state
 
 
-def test_profile_streams_pytest_then_prints_tables_and_traces(tmp_path, fake_pytest):
+def test_profile_command_line_passes_the_test_id_folder_and_extra_arguments(tmp_path, profiled):
     test_id = "perf_tests/test_sdpa.py::test_attention[cpu-32x8x128x64-naive-fp32]"
-    status, out, err = perfgate("profile", test_id, "--out", str(tmp_path), "--", "-k", "naive")
+    status, _, err = perfgate("profile", test_id, "--out", str(tmp_path), "--", "-k", "naive")
     assert status == 0
-    (command,) = fake_pytest.commands
+    (command,) = profiled.commands
     assert command[:4] == [sys.executable, "-m", "pytest", test_id]
-    assert command[4:] == [
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:xdist",
-        "--perf-profile",
-        str(tmp_path),
-        "-k",
-        "naive",
-    ]
-    assert "running: " in err
-    assert out.index("1 passed") < out.index("aten::bmm")
-    assert "aten::_softmax" in out
-    assert "Chrome trace: " in out and out.rstrip().endswith(
-        "(open in https://ui.perfetto.dev or chrome://tracing)"
+    assert command[4:] == ["-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "--perf-profile", str(tmp_path), "-k", "naive"]  # fmt: skip
+    assert err.startswith("running: ")  # the command line it runs, before its output
+
+
+def test_profile_streams_the_run_then_prints_only_what_it_wrote(tmp_path, profiled):
+    stale = tmp_path / "older_case.txt"
+    stale.write_text("aten::stale_table_from_an_earlier_run\n")
+    status, out, _ = perfgate("profile", "perf_tests/x.py::test_y", "--out", str(tmp_path))
+    assert status == 0
+    assert out.index("collected 1 item") < out.index("1 passed") < out.index("aten::bmm")
+    assert f"=== {tmp_path / 'case_naive.txt'}" in out
+    assert "stale_table" not in out  # in the folder before the run: not this run's profile
+    trace = tmp_path / "case_naive.trace.json"
+    assert out.rstrip().splitlines()[-1] == (
+        f"Chrome trace: {trace} (open in https://ui.perfetto.dev or chrome://tracing)"
     )
 
 
-def test_profile_returns_pytest_status_and_explains_an_empty_result(tmp_path, fake_pytest):
-    fake_pytest.returncode, fake_pytest.writes = 5, False
-    status, _, err = perfgate("profile", "perf_tests/test_sdpa.py::nothing", "--out", str(tmp_path))
+def test_profile_returns_pytest_status_and_explains_an_empty_result(tmp_path, profiled):
+    profiled.status = 5  # pytest's "no tests collected"
+    status, out, err = perfgate(
+        "profile", "perf_tests/test_sdpa.py::nothing", "--out", str(tmp_path)
+    )
     assert status == 5
-    assert "no test matched TEST_ID" in err
+    assert "no tests ran" in out and "Chrome trace" not in out
+    assert "perfgate: no profile written: no test matched TEST_ID" in err
 
 
 PLUGIN_HAS_PROFILE = "--perf-profile" in (ROOT / "perfgate/plugin.py").read_text()

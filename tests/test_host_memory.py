@@ -55,6 +55,12 @@ def test_retain_says_what_it_did():
     assert host_memory.retain_freed_memory() == "glibc, freed memory retained (mmap and trim off)"
 
 
-def test_without_glibc_nothing_changes(monkeypatch):
-    monkeypatch.setattr(host_memory, "_glibc", lambda: None)
-    assert host_memory.retain_freed_memory() == "unchanged (not glibc)"
+def test_a_c_library_that_is_not_glibc_is_left_unchanged(monkeypatch):
+    import ctypes.util
+
+    # musl and macOS have no gnu_get_libc_version; here: no C library found, or one that fails
+    # to load. _glibc itself runs, only the library lookup is replaced.
+    for found in (None, "libperfgate-no-such-library.so.9"):
+        monkeypatch.setattr(ctypes.util, "find_library", lambda name, found=found: found)
+        assert host_memory._glibc() is None
+        assert host_memory.retain_freed_memory() == "unchanged (not glibc)"

@@ -16,7 +16,8 @@ from perf_tests.models import (
     count_parameters,
     quantize_linears,
 )
-from perfgate.hardware import slug
+from perfgate import timing
+from perfgate.machine import slug
 from perfgate.timing import Budget, copy_bandwidth_gbps, plan_rounds, rotation_count
 
 
@@ -58,9 +59,25 @@ def test_hardware_key_is_folder_safe():
     assert slug("AMD EPYC 7B13 (64-Core)/2cores") == "AMD-EPYC-7B13-64-Core-2cores"
 
 
-def test_copy_roofline_on_the_cpu_is_a_plausible_bandwidth():
-    gbps = copy_bandwidth_gbps(2**22, torch.device("cpu"))
-    assert 0.1 < gbps < 10_000
+@pytest.mark.parametrize("total_bytes", [2**22, 2**22 + 1])
+def test_copy_roofline_on_the_cpu_is_bytes_moved_over_the_fastest_of_three_copies(
+    total_bytes, monkeypatch
+):
+    # Each timing really runs the copy; the clock is replaced by known seconds per call, so the
+    # roofline's arithmetic (bytes read + written, the fastest of three timings) is exact.
+    copied, seconds = [], iter([4e-3, 1e-3, 2e-3])
+
+    def timed(fn, device, calls):
+        copied.append(fn())
+        return next(seconds)
+
+    monkeypatch.setattr(timing, "seconds_per_call", timed)
+    gbps = copy_bandwidth_gbps(total_bytes, torch.device("cpu"))
+    half = total_bytes // 2
+    assert gbps == 2 * half / 1e-3 / 1e9
+    assert len(copied) == 3
+    assert all(t.dtype == torch.uint8 and t.numel() == half for t in copied)
+    assert copied[0].any()  # it copied random bytes, not an empty buffer
 
 
 @pytest.mark.gpu

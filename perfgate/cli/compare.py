@@ -27,13 +27,31 @@ def compare_results(
 ) -> tuple[list[Run], list[GateResult]]:
     """(A's baseline set, the verdict on every benchmark of A's set and B matching patterns)."""
     members = baseline_set_of(a)
+    _check_threshold_names(thresholds, [*members, b])
     try:
         results = judge(members, b, thresholds)
     except ValueError as error:  # e.g. a threshold marker that is not a fraction
         raise StoreError(f"{a.path} vs {b.path}: {error}") from error
     if patterns:
         results = [r for r in results if matches([r.name, r.name.split("::")[-1]], patterns)]
+    if patterns and not results:
+        raise StoreError(
+            f"no benchmark matches --filter {' '.join(patterns)} in {a.path} or {b.path}; "
+            "use a glob or a substring of the benchmark names"
+        )
     return members, results
+
+
+def _check_threshold_names(thresholds: Thresholds, runs: list[Run]) -> None:
+    """StoreError when --threshold names a family or test that none of ``runs`` has, as the
+    gate refuses an unknown --perf-gate-threshold name (a typo would silently change nothing)."""
+    names = {b.test for run in runs for b in run.benchmarks.values()}
+    names |= {b.family for run in runs for b in run.benchmarks.values() if b.family}
+    if unknown := thresholds.unknown_names(names):
+        raise StoreError(
+            f"--threshold names no family or test in these runs: {', '.join(unknown)}; "
+            f"valid names: {', '.join(sorted(names))}"
+        )
 
 
 def _run_line(side: str, run: Run) -> str:
@@ -76,11 +94,6 @@ def compare_text(a: Run, b: Run, thresholds: Thresholds, patterns: Sequence[str]
                  markdown: bool) -> str:  # fmt: skip
     """Header lines, the environment difference, one row per benchmark, and the counts."""
     members, results = compare_results(a, b, thresholds, patterns)
-    if not results:
-        raise StoreError(
-            f"no benchmark matches --filter {' '.join(patterns)} in {a.path} or {b.path}; "
-            "use a glob or a substring of the benchmark names"
-        )
     headers = ["benchmark", "A median", "B median", "change", "p", "B/A 95% CI", "verdict"]
     table = render([*headers, "detail"], [_cells(r) for r in results], markdown)
     rule = (

@@ -1,4 +1,5 @@
-"""Regenerate the small run fixtures of tests/test_cli.py from the two real baselines.
+"""Regenerate the small run fixtures of tests/test_cli.py and tests/test_cli_compare.py from the
+two real baselines.
 
     python tests/data/make_fixtures.py
 

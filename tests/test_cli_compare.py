@@ -1,0 +1,206 @@
+"""``perfgate compare`` on the run fixtures of tests/data (see make_fixtures.py): three runs of one
+H100 key (0003 has another torch, flash-fp16 twice as slow, math-fp16 dropped and an mxint8_fused
+Linear added), and its errors: each one line on stderr and exit status 2."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent / "data"
+BASELINES = DATA / "baselines"
+KEY = "NVIDIA-H100-80GB-HBM3"
+FOLDER = BASELINES / KEY / "Linux-CPython-3.12-64bit"
+WHERE = ["--baselines", str(BASELINES), "--hardware", KEY]
+SLOWER = "test_attention[cuda-32x8x128x64-flash-fp16]"
+
+
+def perfgate(*args: str) -> tuple[int, str, str]:
+    """Run the command line in-process: (exit status, stdout, stderr)."""
+    from perfgate.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    status = main(list(args), out=out, err=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def error_line(err: str, command: str) -> str:
+    """The one error line of ``err``; anything else there is a "reading ..." progress line."""
+    lines = err.splitlines()
+    errors = [line for line in lines if line.startswith(f"perfgate {command}: error: ")]
+    assert len(errors) == 1, err
+    assert all(line in errors or line.startswith("reading ") for line in lines), err
+    assert "Traceback" not in err
+    return errors[0]
+
+
+def table(text: str) -> dict[str, list[str]]:
+    """The plain-text table's rows by benchmark: cells split on runs of two or more spaces."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("---")) + 1
+    rows = [re.split(r"\s{2,}", line.strip()) for line in lines[start : lines.index("", start)]]
+    return {row[0]: row[1:] for row in rows}
+
+
+VERDICT = 5  # the verdict's column among the cells after the benchmark's name
+
+
+def test_compare_defaults_to_the_newest_two_runs_and_sorts_by_severity():
+    status, out, _ = perfgate("compare", *WHERE)
+    assert status == 0
+    assert re.search(r"^A: .*0002_rerun\.json", out, re.M)
+    assert re.search(r"^B: .*0003_torch-2\.12\.json", out, re.M)
+    assert "environment changed: torch 2.11.0+cu130 -> 2.12.0+cu130" in out
+    rows = table(out)
+    names, verdicts = list(rows), [cells[VERDICT] for cells in rows.values()]
+    assert names[0] == SLOWER and verdicts[0] == "unconfirmed"  # compare never re-runs
+    assert re.search(r"\+(99|100|101)\.\d %", rows[SLOWER][2]), rows[SLOWER]
+    assert rows[SLOWER][6].startswith("slower by 100.") and "not confirmed" in rows[SLOWER][6]
+    assert rows["test_attention[cuda-32x8x128x64-math-fp16]"][VERDICT:] == [
+        "not run", "in the baseline, not run this time"]  # fmt: skip
+    assert rows["test_linear[cuda-4096x4096-1-mxint8_fused-bf16]"][VERDICT:] == [
+        "new", "new benchmark: not in the baseline"]  # fmt: skip
+    # two cold-start rounds per run: medians only, no significance, not gated with the reason
+    calls = {name: cells for name, cells in rows.items() if name.startswith("test_resnet18_calls")}
+    assert len(calls) == 2
+    for cells in calls.values():
+        assert cells[3:] == ["-", "-", "not gated", "not gated: the baseline has 2 rounds (< 3)"]
+    order = ["unconfirmed", "not gated", "new", "not run", "unchanged"]
+    assert sorted(verdicts, key=order.index) == verdicts
+    assert "15 gated (1 unconfirmed, 14 unchanged); 6 not gated; 1 new; 1 not run" in out
+
+
+def test_compare_by_run_number_and_name_fragment_same_environment():
+    status, out, _ = perfgate("compare", "1", "rerun", *WHERE)
+    assert status == 0
+    assert "environment: same (torch 2.11.0+cu130, triton 3.6.0, cuda 13.0" in out
+    assert "driver 580.159.04" in out
+    verdicts = {cells[VERDICT] for cells in table(out).values()}
+    assert verdicts == {"unchanged", "not gated"}
+
+
+def test_compare_markdown_with_glob_filter():
+    status, out, _ = perfgate("compare", "0002", "0003", "--markdown", "--filter", "*sdpa*", *WHERE)
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("- A: ") and lines[2].startswith("- environment changed: torch")
+    rows = [line for line in lines if line.startswith("| ")]
+    header = "| benchmark | A median | B median | change | p | B/A 95% CI | verdict | detail |"
+    assert rows[0] == header
+    assert lines[lines.index(header) + 1].startswith("| --- | ---: | ---: | ---: |")
+    names = [row.split(" | ")[0][2:] for row in rows[2:]]
+    assert names[0] == SLOWER and len(names) == 6
+    assert all(name.startswith("test_attention[") for name in names)
+
+
+def test_compare_substring_filter_and_explicit_paths():
+    first, third = FOLDER / "0001_base.json", FOLDER / "0003_torch-2.12.json"
+    status, out, _ = perfgate("compare", str(first), str(third), "--filter", "dequantize")
+    assert status == 0
+    rows = table(out)
+    assert len(rows) == 5 and all(name.startswith("test_dequantize[") for name in rows)
+    assert "5 gated (5 unchanged)" in out
+
+
+def test_compare_json_gives_the_verdict_rows():
+    status, out, _ = perfgate("compare", "0002", "0003", "--json", *WHERE)
+    assert status == 0
+    rows = {row["name"].split("::")[-1]: row for row in json.loads(out)}
+    text = table(perfgate("compare", "0002", "0003", *WHERE)[1])
+    assert list(rows) == list(text)  # the same rows, in the same order, as the table
+    slower = rows[SLOWER]
+    assert (slower["verdict"], slower["gated"], slower["threshold"]) == ("unconfirmed", True, 0.1)
+    ratio = slower["current_median_s"] / slower["baseline_median_s"]
+    assert slower["change_percent"] == (ratio - 1) * 100 and 1.9 < ratio < 2.1
+    assert slower["message"] == text[SLOWER][6]
+    dropped = rows["test_attention[cuda-32x8x128x64-math-fp16]"]
+    assert (dropped["verdict"], dropped["gated"], dropped["baseline_median_s"]) == (
+        "not run", False, None)  # fmt: skip
+
+
+def test_a_threshold_for_a_test_function_in_any_case():
+    args = ["compare", "0002", "0003", "--json", "--threshold", "Test_Attention=100", *WHERE]
+    status, out, _ = perfgate(*args)
+    assert status == 0
+    rows = {row["name"].split("::")[-1]: row for row in json.loads(out)}
+    assert rows[SLOWER]["threshold"] == 1.0 and "threshold 100%" in rows[SLOWER]["message"]
+    others = {r["threshold"] for name, r in rows.items() if "attention" not in name and r["gated"]}
+    assert others == {0.1}
+
+
+# --- errors: one line, exit 2 ----------------------------------------------------------------
+def test_a_filter_that_matches_nothing_says_so(tmp_path):
+    for output in ([], ["--markdown"], ["--json"]):
+        status, out, err = perfgate("compare", "0002", "0003", "--filter", "zzz", *output, *WHERE)
+        assert (status, out) == (2, ""), output
+        assert "no benchmark matches --filter zzz" in error_line(err, "compare")
+
+
+def test_an_unknown_or_bad_threshold_is_refused():
+    status, out, err = perfgate("compare", "0002", "0003", "--threshold", "sdpaa=20", *WHERE)
+    line = error_line(err, "compare")
+    assert (status, out) == (2, "")
+    assert "--threshold names no family or test in these runs: sdpaa" in line
+    assert "valid names: test_attention, test_dequantize" in line
+    status, _, err = perfgate(
+        "compare", "0002", "0003", "--threshold", "test_attention=150", *WHERE
+    )
+    assert status == 2 and "must be a fraction in [0, 1.0]" in error_line(err, "compare")
+
+
+def test_missing_run_file_names_it_and_exits_2(tmp_path):
+    missing = tmp_path / "nothere.json"
+    status, out, err = perfgate("compare", str(missing), "0001", *WHERE)
+    assert status == 2 and out == ""
+    assert f"run file {missing} does not exist" in error_line(err, "compare")
+
+
+def test_damaged_benchmark_or_bad_rounds_name_the_file(tmp_path):
+    rerun = str(FOLDER / "0002_rerun.json")
+    run = json.loads((FOLDER / "0001_base.json").read_text())
+    run["benchmarks"][0]["stats"]["data"][0] = 0.0  # a zero-second round: a broken timer
+    zero = tmp_path / "zero.json"
+    zero.write_text(json.dumps(run))
+    status, _, err = perfgate("compare", str(zero), rerun)
+    line = error_line(err, "compare")
+    assert status == 2
+    assert f"{zero}: benchmarks[0] (perf_tests/test_compile.py::" in line and "positive" in line
+    assert "restore it from git" in line
+    run = json.loads((FOLDER / "0001_base.json").read_text())
+    del run["benchmarks"][1]["stats"]
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text(json.dumps(run))
+    status, _, err = perfgate("compare", str(damaged), rerun)
+    assert status == 2
+    assert f"{damaged}: benchmarks[1] has no name, fullname or stats" in error_line(err, "compare")
+
+
+def test_unknown_or_ambiguous_run_lists_the_saved_runs():
+    status, _, err = perfgate("compare", "0042", "0001", *WHERE)
+    line = error_line(err, "compare")
+    assert status == 2 and "no run '0042'" in line and "0003_torch-2.12.json" in line
+    status, _, err = perfgate("compare", "r", "0001", *WHERE)  # rerun, torch-2.12
+    assert status == 2 and "'r' names several runs" in error_line(err, "compare")
+
+
+def test_the_same_run_twice_is_refused():
+    status, _, err = perfgate("compare", "0002", str(FOLDER / "0002_rerun.json"), *WHERE)
+    assert status == 2 and "RUN_A and RUN_B are the same file" in error_line(err, "compare")
+
+
+def test_no_runs_for_the_hardware_suggests_the_folders_there():
+    status, _, err = perfgate("compare", "--baselines", str(BASELINES), "--hardware", "NO-GPU")
+    line = error_line(err, "compare")
+    assert status == 2
+    assert "no baseline for this hardware (NO-GPU)" in line
+    assert f"keys with runs there: {KEY}" in line and "--benchmark-save" in line
+
+
+def test_compare_needs_two_runs(tmp_path):
+    folder = tmp_path / "ONE" / "machine"
+    folder.mkdir(parents=True)
+    (folder / "0001_only.json").write_text((FOLDER / "0001_base.json").read_text())
+    status, _, err = perfgate("compare", "--baselines", str(tmp_path), "--hardware", "ONE")
+    assert status == 2 and "only 1 saved run" in error_line(err, "compare")

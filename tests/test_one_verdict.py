@@ -1,0 +1,166 @@
+"""One verdict: ``perfgate compare A B --json``, ``judge`` on A's baseline set, and the gate's own
+path (its baseline choice, its threshold option, the current run held in memory) give the same
+verdict, message and numbers for every benchmark: on the committed baselines and on synthetic
+runs with declared families, ratios and thresholds."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from synthetic_runs import FLASH, NAIVE, attention, entry, rounds, rounds_at, run_json
+
+from perfgate import store
+from perfgate.baseline_session import _baseline_and_set, _require_samples
+from perfgate.benchmark import run_from_json
+from perfgate.cli import main
+from perfgate.cli.runs import baseline_set_of
+from perfgate.gate import thresholds_from
+from perfgate.verdict import Verdict, judge, parse_thresholds, summary
+
+ROOT = Path(__file__).resolve().parents[1]
+BASELINES = ROOT / "baselines"
+CPU, H100 = "AMD-EPYC-2cores", "NVIDIA-H100-80GB-HBM3"
+
+
+def by_compare(root: Path, key: str, a: str, b: str, cli_thresholds: list[str]) -> list[dict]:
+    out, err = io.StringIO(), io.StringIO()
+    flags = [f"--threshold={t}" for t in cli_thresholds]
+    argv = ["compare", a, b, "--json", "--baselines", str(root), "--hardware", key, *flags]
+    assert main(argv, out=out, err=err) == 0, err.getvalue()
+    return json.loads(out.getvalue())
+
+
+def by_judge(root: Path, key: str, a: str, b: str, specs: list[str]) -> list[dict]:
+    folder = root / key
+    baseline, current = store.load(store.resolve(a, folder)), store.load(store.resolve(b, folder))
+    return summary.as_json(judge(baseline_set_of(baseline), current, parse_thresholds(specs)))
+
+
+def by_gate(root: Path, key: str, a: str, b: str, specs: list[str]) -> list[dict]:
+    """What GateSession.gate decides with ``--benchmark-compare=a --perf-gate-threshold=...``
+    when this session's benchmarks are those of run ``b`` (held in memory, as the gate has them)."""
+    folder = root / key
+    baseline, members = _baseline_and_set(a, folder)
+    _require_samples(members)
+    config = SimpleNamespace(getoption=lambda name: specs)  # only --perf-gate-threshold is read
+    text = store.resolve(b, folder).read_text(encoding="utf-8")
+    current = run_from_json(json.loads(text), None)
+    return summary.as_json(judge(members, current, thresholds_from(config)))
+
+
+def assert_one_verdict(root: Path, key: str, a: str, b: str, specs=(), cli=()) -> list[dict]:
+    """The three paths agree row by row; returns the rows."""
+    compared = by_compare(root, key, a, b, list(cli or specs))
+    judged = by_judge(root, key, a, b, list(specs))
+    gated = by_gate(root, key, a, b, list(specs))
+    assert [r["name"] for r in compared] == [r["name"] for r in judged]
+    for row_c, row_j, row_g in zip(compared, judged, gated, strict=True):
+        assert row_c == row_j == row_g, (row_c, row_j, row_g)
+    return compared
+
+
+def verdict_of(rows: list[dict]) -> dict[str, str]:
+    return {row["name"]: row["verdict"] for row in rows}
+
+
+# --- the committed baselines ---------------------------------------------------------------------
+def test_cpu_set_0004_0005_against_0006():
+    rows = assert_one_verdict(BASELINES, CPU, "0005", "0006")
+    assert len(rows) == 37 and all(row["gated"] for row in rows)
+    # every CPU benchmark has enough rounds and no host-bound flag: all gated, none confirmed
+    # without a re-run (compare has none), and the set's spread leaves most unchanged
+    verdicts = list(verdict_of(rows).values())
+    assert set(verdicts) == {"unconfirmed", "improvement", "unchanged"}
+    assert verdicts.count("unchanged") > len(verdicts) / 2
+
+
+def test_cpu_set_of_three_against_a_perturbed_run(tmp_path):
+    # A's set is 0004..0006; B is 0004 with one benchmark 5x slower, one dropped, one new
+    root = tmp_path / "baselines"
+    shutil.copytree(BASELINES / CPU, root / CPU)
+    run = json.loads(next((root / CPU).rglob("0004_*.json")).read_text())
+    slower, dropped = run["benchmarks"][0], run["benchmarks"].pop(1)
+    slower["stats"]["data"] = [5 * x for x in slower["stats"]["data"]]
+    run["benchmarks"].append({**dropped, "name": "test_new", "fullname": "x.py::test_new"})
+    current = tmp_path / "current.json"
+    current.write_text(json.dumps(run))
+    rows = assert_one_verdict(root, CPU, "0006", str(current))
+    verdicts = verdict_of(rows)
+    assert verdicts[slower["fullname"]] == "unconfirmed"
+    assert (verdicts[dropped["fullname"]], verdicts["x.py::test_new"]) == ("not run", "new")
+
+
+def test_h100_0001_against_0002_with_a_test_threshold():
+    rows = assert_one_verdict(BASELINES, H100, "0001", "0002")
+    assert len(rows) == 113
+    reasons = {row["message"] for row in rows if row["verdict"] == "not gated"}
+    assert any("host-bound" in reason for reason in reasons)
+    lenient = assert_one_verdict(BASELINES, H100, "0001", "0002", ["test_attention=0.5"],
+                                 ["test_attention=50"])  # fmt: skip
+    attention = [r for r in lenient if "::test_attention[" in r["name"]]
+    assert attention and {r["threshold"] for r in attention} == {0.5}
+
+
+# --- synthetic runs: declared family, ratios, and a family threshold -----------------------------
+def synthetic_store(tmp_path: Path) -> Path:
+    """A set of three runs and a current run with one benchmark per kind of verdict."""
+    folder = tmp_path / "SYNTH" / "machine"
+    folder.mkdir(parents=True)
+    for number, flash_s in enumerate((9e-6, 10e-6, 9.5e-6), start=1):
+        entries = [
+            attention("naive", 26e-6, number), attention("flash", flash_s, 10 + number),
+            entry("x::test_memory", rounds(number), extra={"peak_bytes": 1000}),
+            entry("x::test_host", rounds(number), extra={"host_bound": True}),
+            entry("x::test_faster", rounds(number)), entry("x::test_dropped", rounds(number)),
+        ]  # fmt: skip
+        day = f"2026-11-2{number}T10:00:00+00:00"
+        (folder / f"000{number}_set.json").write_text(json.dumps(run_json(*entries, datetime=day)))
+    entries = [
+        attention("naive", 31e-6, 20), attention("flash", 12e-6, 21),  # +19 %, +20 %; ratio kept
+        entry("x::test_memory", rounds(22), extra={"peak_bytes": 2000}),
+        entry("x::test_host", rounds(23, 3.0), extra={"host_bound": True}),
+        entry("x::test_faster", rounds(24, 0.5)), entry("x::test_new", rounds_at(1e-3, 25)),
+    ]  # fmt: skip
+    current = run_json(*entries, datetime="2026-11-24T10:00:00+00:00")
+    (folder / "0004_current.json").write_text(json.dumps(current))
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "specs, cli, flash",
+    [
+        ((), (), "unconfirmed"),
+        (["sdpa=0.25"], ["sdpa=25"], "unchanged"),
+        (["SDPA=0.25"], ["Sdpa=25%"], "unchanged"),
+        (["0.25"], ["25"], "unchanged"),
+        (["sdpa=0.25", "test_attention=0.05"], ["sdpa=25", "test_attention=5"], "unconfirmed"),
+    ],
+)
+def test_synthetic_runs_with_a_family_threshold(tmp_path, specs, cli, flash):
+    root = synthetic_store(tmp_path)
+    rows = assert_one_verdict(root, "SYNTH", "0003", "0004", specs, cli)
+    verdicts = verdict_of(rows)
+    assert verdicts[FLASH] == verdicts[NAIVE] == flash
+    assert verdicts["x::test_memory"] == "regression"  # peak memory needs no re-run
+    assert verdicts["x::test_host"] == "not gated"
+    assert verdicts["x::test_faster"] == "improvement"
+    assert (verdicts["x::test_new"], verdicts["x::test_dropped"]) == ("new", "not run")
+    assert list(verdicts.values()) == sorted(
+        verdicts.values(), key=lambda v: list(Verdict).index(Verdict(v))
+    )
+
+
+def test_a_ratio_collapse_reads_the_same_on_every_path(tmp_path):
+    root = synthetic_store(tmp_path)
+    current = json.loads((root / "SYNTH/machine/0004_current.json").read_text())
+    current["benchmarks"][0] = attention("naive", 13e-6, 30)  # speedup 2.6 -> 1.1
+    current["benchmarks"][1] = attention("flash", 11.5e-6, 31)  # +15 %, under sdpa=0.25
+    (root / "SYNTH/machine/0004_current.json").write_text(json.dumps(current))
+    rows = assert_one_verdict(root, "SYNTH", "0003", "0004", ["sdpa=0.25"], ["sdpa=25"])
+    flash = next(row for row in rows if row["name"] == FLASH)
+    assert flash["verdict"] == "unconfirmed" and "speedup over naive attention" in flash["message"]
