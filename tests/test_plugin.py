@@ -4,6 +4,7 @@ every way the gate can fail to run (one line, exit 6, never a green run that gat
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -236,6 +237,7 @@ def test_gate_without_baseline_names_the_keys_that_exist(bench_project):
     assert run(bench_project, "--perf-baselines=baselines", "--benchmark-save=x").ret == 0
     for saved in saved_runs(bench_project):
         saved.rename(bench_project.path / "baselines" / "GPU-Y" / "m" / saved.name)
+    (bench_project.path / "ran").unlink()
     assert_cannot_gate(run(bench_project, "--perf-gate"), "no baseline for this hardware",
                        "keys with runs there: GPU-Y")  # fmt: skip
     assert not (bench_project.path / "ran").exists()  # failed before running anything
@@ -303,6 +305,8 @@ def test_gate_runs_from_a_subdirectory_and_with_baselines_elsewhere(
     (bench_project.path / "conftest.py").write_text("")
     assert run(bench_project, "--benchmark-save=baseline").ret == 0
     monkeypatch.chdir(bench_project.mkdir("sub"))
+    # the virtual clock is imported while options are parsed, before any conftest
+    monkeypatch.setenv("PYTHONPATH", f"{bench_project.path}:{os.environ.get('PYTHONPATH', '')}")
     result = bench_project.run(
         sys.executable, "-m", "pytest", *PLUGINS, "--benchmark-timer=virtual_clock.clock",
         "--perf-gate", str(bench_project.path / "test_bench.py"),

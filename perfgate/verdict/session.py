@@ -69,9 +69,14 @@ class GateResult:
 HOST_BOUND = "host-bound (host enqueue >= 80 % of device time): its time follows host jitter"
 
 
-def untrusted_reason(baseline: Run, current: Run) -> str | None:
-    """Why the GPU of either run cannot be trusted (throttling, other processes), or None."""
-    reasons = [f"baseline: {r}" for r in baseline.untrusted_reasons]
+def untrusted_reason(baselines: list[Run], current: Run) -> str | None:
+    """Why the GPU of a baseline run or of the current run cannot be trusted (throttling, other
+    processes), or None. Every member of a set counts: its numbers may be the reference."""
+    reasons = [
+        f"baseline{' ' + run.path.name if run.path else ''}: {reason}"
+        for run in baselines
+        for reason in run.untrusted_reasons
+    ]
     reasons += [f"current run: {r}" for r in current.untrusted_reasons]
     return "; ".join(reasons) or None
 
@@ -102,7 +107,7 @@ def judge(
     context = _Context(
         thresholds=thresholds,
         declared=declared,
-        untrusted=untrusted_reason(baselines[-1], current),
+        untrusted=untrusted_reason(baselines, current),
         baseline_ratios=worst_ratios(baselines, declared),
         current_ratios=same_run_ratios(current, declared),
         confirmed_ratios=same_run_ratios(repeat, declared) if confirmation else {},
