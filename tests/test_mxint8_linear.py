@@ -258,6 +258,31 @@ def test_fast_dequantization_equals_the_six_steps_on_every_usual_pair(device):
     assert torch.equal(out.view(torch.int16), expected.view(torch.int16))
 
 
+@triton.jit
+def _dequantize_words_kernel(words_ptr, e_ptr, out_ptr, WORDS: tl.constexpr):
+    offs = tl.arange(0, WORDS)
+    step = linear_tile.bf16_step_pair(tl.load(e_ptr + offs).to(tl.int32))
+    low, high = linear_tile.dequantize_words(tl.load(words_ptr + offs), step)
+    tl.store(out_ptr + 2 * offs, low)
+    tl.store(out_ptr + 2 * offs + 1, high)
+
+
+@pytest.mark.gpu
+def test_word_dequantization_equals_the_six_steps_on_every_usual_pair():
+    # inline assembly: CUDA only. Each word holds four consecutive mantissas of one scale
+    v = torch.arange(-128, 128, dtype=torch.int16).to(torch.int8).repeat(256)
+    e = torch.arange(256, dtype=torch.int16).repeat_interleave(256)
+    usual = (e >= linear_tile.USUAL_SCALE_MIN) & (e <= linear_tile.USUAL_SCALE_MAX)
+    v, e = v[usual], e[usual].to(torch.uint8)
+    words = triton.next_power_of_2(v.numel() // 4)
+    v, e = F.pad(v, (0, 4 * words - v.numel())), F.pad(e, (0, 4 * words - e.numel()), value=127)
+    out = torch.empty(2 * words, dtype=torch.int32, device="cuda")
+    _dequantize_words_kernel[(1,)](v.cuda().view(torch.int32), e[::4].cuda(), out, WORDS=words)
+    expected = dequantize_reference(v, e, 1)
+    got = out.cpu().view(torch.bfloat16)
+    assert torch.equal(got.view(torch.int16), expected.view(torch.int16))
+
+
 @pytest.mark.filterwarnings("ignore:invalid value encountered in matmul:RuntimeWarning")
 def test_scale_255_gives_nan_where_the_reference_does():
     mantissa, scales = quantized_weight(40, 64, 32)

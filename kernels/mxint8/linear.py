@@ -58,7 +58,10 @@ def _forward(x, mantissa, scales, bias, group_size: int, config: LinearConfig | 
         x2d = x2d.to(torch.bfloat16)
     if x2d.stride(1) != 1:
         x2d = x2d.contiguous()
-    operands = (x2d, mantissa.contiguous(), scales.contiguous(), bias)
+    mantissa = mantissa.contiguous()
+    if mantissa.data_ptr() % 4:  # the kernel reads it as int32 words on GPUs
+        mantissa = mantissa.clone()
+    operands = (x2d, mantissa, scales.contiguous(), bias)
     if config is None and choose_path(*operands, group_size) == "dequantize_once":
         out = dequantize_then_matmul(*operands, group_size).to(x.dtype)
     else:

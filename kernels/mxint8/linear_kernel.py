@@ -1,8 +1,11 @@
 """The fused MXINT8 linear kernel: ``out = x @ W^T + bias``, W read as MXINT8 tile by tile.
 
 Each program owns one [BLOCK_M, BLOCK_N] output tile, or its 1/SPLIT_K share of K when K is split
-so that every SM streams weights. The weight tile is dequantized in registers (linear_tile.py)
-and is the left operand of ``tl.dot`` (float32 accumulator). Launched by linear_launch.py;
+so that every SM streams weights. The weight tile is dequantized in registers and is the left
+operand of ``tl.dot`` (float32 accumulator): on GPUs read as int32 words of four mantissas and
+converted by inline assembly (linear_words.py), under Triton's interpreter value by value
+(``_accumulate`` here, with linear_tile.py); a program that meets a scale outside 7..252 redoes
+its share with the spec's six steps. Launched by linear_launch.py;
 docs/NOTES.md ("Fused MXINT8 linear") explains the design and its measurements.
 """
 
@@ -18,6 +21,7 @@ from kernels.mxint8.linear_tile import (
     load_scales,
     widen_bf16,
 )
+from kernels.mxint8.linear_words import accumulate_words
 
 _USUAL_SCALE_MIN = tl.constexpr(USUAL_SCALE_MIN)
 _USUAL_SCALE_MAX = tl.constexpr(USUAL_SCALE_MAX)
@@ -98,7 +102,7 @@ def _accumulate(
             x_t = tl.load(x_ptrs, mask=k_mask[:, None], other=0.0)
         lowest = tl.minimum(lowest, e)
         highest = tl.maximum(highest, e)
-        w = dequantize_tile(v.to(tl.int32), e, BLOCK_N, BLOCK_K, GROUP_SIZE, SIX_STEPS)
+        w = dequantize_tile(v, e, BLOCK_N, BLOCK_K, GROUP_SIZE, SIX_STEPS)
         x_t = x_t.to(tl.bfloat16)  # float16 activations meet bf16 weights on bf16 tensor cores
         if INTERPRETED:
             acc = tl.dot(widen_bf16(w), widen_bf16(x_t), acc)
@@ -202,9 +206,15 @@ def mxint8_linear_kernel(
     k_start = pid_k * (K_BLOCKS_INTERPRETED if INTERPRETED else k_blocks) * BLOCK_K
     operands = (x_ptr, mantissa_ptr, scales_ptr, offs_m, offs_n, k_start)
     operands += (K_BLOCKS_INTERPRETED if INTERPRETED else k_blocks, M, N, K)
-    acc, usual = _accumulate(
-        *operands, stride_xm, GROUP_SIZE, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, False, INTERPRETED
-    )
+    WORDS: tl.constexpr = not INTERPRETED and GROUP_SIZE >= 4 and BLOCK_K >= 32
+    if WORDS:
+        acc, usual = accumulate_words(
+            *operands, stride_xm, GROUP_SIZE, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K
+        )
+    else:
+        acc, usual = _accumulate(
+            *operands, stride_xm, GROUP_SIZE, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, False, INTERPRETED
+        )
     if not usual:  # a scale outside 7..252 in this program's share: redo it with the six steps
         acc, usual = _accumulate(
             *operands, stride_xm, GROUP_SIZE, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, True, INTERPRETED

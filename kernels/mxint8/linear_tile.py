@@ -1,7 +1,8 @@
 """Dequantizing one weight tile of the fused linear in registers, bit for bit the spec's steps.
 
 ``dequantize_tile`` takes a fast path for scales 7..252 (``dequantize_usual``) or the spec's
-six steps (``dequantize_bits``) for any scale; the kernel picks per program.
+six steps (``dequantize_bits``) for any scale; the kernel picks per program. On CUDA the fast
+path is ``dequantize_words`` instead: four values from one int32 word by inline assembly.
 """
 
 from __future__ import annotations
@@ -52,6 +53,68 @@ def expand_groups(e, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_SIZE: t
     return full
 
 
+# One int32 word of four int8 mantissas ($2) and its group's 2^(e-133) as a bf16 pair ($3) ->
+# four bf16 weights as two bf16 pairs: $0 holds bytes 0 and 1, $1 bytes 2 and 3.
+# 1. Bytes 0x80 (v = -128, which the spec reads as +0.0) become 0x00: a byte is 0x80 exactly
+#    when its low 7 bits are 0 (so adding 0x7F leaves bit 7 clear) and its bit 7 is set.
+# 2. Each byte b goes under a 0x43 byte: bf16 0x43bb. With bb's top bit cleared that is
+#    128 + (b & 0x7F); with only its top bit kept, 128 or 256: the difference is the int8 value
+#    v, exact (Triton's own int8 -> bf16 conversion works the same way).
+# 3. v * 2^(e-133) = v/64 * 2^(e-127), exact for scales 7..252: 7 significant bits at most.
+_WORD_DEQUANTIZE_ASM = tl.constexpr("""{
+.reg .b32 y, w, lo, hi, lo_top, hi_top;
+and.b32 y, $2, 0x7f7f7f7f;
+add.u32 y, y, 0x7f7f7f7f;
+not.b32 y, y;
+and.b32 y, y, $2;
+and.b32 y, y, 0x80808080;
+xor.b32 w, $2, y;
+prmt.b32 lo, w, 0x43, 0x4140;
+prmt.b32 hi, w, 0x43, 0x4342;
+and.b32 lo_top, lo, 0xff80ff80;
+and.b32 hi_top, hi, 0xff80ff80;
+and.b32 lo, lo, 0xff7fff7f;
+and.b32 hi, hi, 0xff7fff7f;
+sub.bf16x2 lo, lo, lo_top;
+sub.bf16x2 hi, hi, hi_top;
+mul.rn.bf16x2 $0, lo, $3;
+mul.rn.bf16x2 $1, hi, $3;
+}""")
+
+
+@triton.jit
+def dequantize_words(words, step_pair):
+    """(bytes 0-1, bytes 2-3) of int32 ``words`` of four int8 mantissas sharing a scale in
+    7..252, dequantized as bf16 pairs in int32: the spec's values in ~3 instructions each.
+
+    CUDA only (inline assembly; Triton's interpreter runs none). ``step_pair``: ``bf16_step_pair``.
+    """
+    return tl.inline_asm_elementwise(
+        _WORD_DEQUANTIZE_ASM,
+        "=r,=r,r,r",
+        [words, step_pair],
+        dtype=(tl.int32, tl.int32),
+        is_pure=True,
+        pack=1,
+    )
+
+
+@triton.jit
+def bf16_step_pair(e):
+    """int32 holding bf16 2^(e-133) twice (the weight of a mantissa's last bit), scales 7..252."""
+    bits = (e - 6) << 7  # bf16 exponent field e - 133 + 127
+    return bits | (bits << 16)
+
+
+@triton.jit
+def pairs_to_bf16(pairs, BLOCK_N: tl.constexpr, WORDS: tl.constexpr):
+    """bf16 [BLOCK_N, 2 * WORDS] from int32 bf16 pairs [BLOCK_N, WORDS], low half first."""
+    low = pairs.to(tl.int16)
+    high = (pairs >> 16).to(tl.int16)
+    both = tl.join(low, high).to(tl.bfloat16, bitcast=True)
+    return tl.reshape(both, (BLOCK_N, 2 * WORDS))
+
+
 @triton.jit
 def dequantize_tile(
     v,
@@ -61,15 +124,15 @@ def dequantize_tile(
     GROUP_SIZE: tl.constexpr,
     SIX_STEPS: tl.constexpr,
 ):
-    """bf16 [BLOCK_N, BLOCK_K] from int32 mantissas and int32 per-group scales [BLOCK_N, groups].
+    """bf16 [BLOCK_N, BLOCK_K] from int8 mantissas and int32 per-group scales [BLOCK_N, groups].
 
     SIX_STEPS takes the spec's steps, right for any scale; otherwise scales must lie in 7..252.
     """
     e = expand_groups(e, BLOCK_N, BLOCK_K, GROUP_SIZE)
     if SIX_STEPS:
-        w = dequantize_bits(v, e).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+        w = dequantize_bits(v.to(tl.int32), e).to(tl.uint16).to(tl.bfloat16, bitcast=True)
     else:
-        w = dequantize_usual(v, e)
+        w = dequantize_usual(v.to(tl.int32), e)
     return w
 
 

@@ -80,11 +80,15 @@ def _split_k(bucket: int, n: int, k: int, block_m: int, block_n: int, block_k: i
 
 def candidate_configs(m: int, n: int, k: int) -> list[LinearConfig]:
     """The configs the autotuner times for an (m, n, k) problem: a few tile shapes for the batch
-    bucket, each with the K split its shape calls for and with half that."""
+    bucket, each with the K split its shape calls for, half that, and, where a split is called
+    for and K allows it, double (more, smaller programs even out the SMs' shares)."""
     configs = []  # from the batch bucket alone, so one autotuner key has one candidate set
     for bm, bn, bk, warps, stages in _tile_shapes(m):
         split = _split_k(m_bucket(m), n, k, bm, bn, bk)
-        for s in sorted({split, max(split // 2, 1)}):
+        splits = {split, max(split // 2, 1)}
+        if split > 1 and k >= 2 * 2 * split * bk:
+            splits.add(2 * split)
+        for s in sorted(splits):
             configs.append(LinearConfig(bm, bn, bk, s, warps, stages))
     return configs
 
