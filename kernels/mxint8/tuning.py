@@ -31,6 +31,7 @@ from kernels.mxint8.linear_launch import (
 # (block_m, block_n, block_k, num_warps, num_stages) per batch bucket, before the K split.
 # block_n is 64 per 4 warps: Hopper's wgmma then takes the weight from registers (measured in
 # SASS: narrower tiles fall back to mma.sync and cost 2-5x more instructions per weight).
+# Wider GEMV sets (block_k 512, 4-5 stages) were timed on the H100 and never won: docs/NOTES.md.
 _TILES_GEMV = [(16, 64, 128, 4, 4), (16, 64, 256, 4, 3), (16, 128, 128, 8, 4), (16, 128, 256, 8, 3)]
 _TILES_SMALL = [(64, 128, 128, 8, 4), (64, 64, 128, 4, 4), (64, 128, 256, 8, 3)]
 _TILES_LARGE = [
@@ -42,8 +43,9 @@ _TILES_LARGE = [
 _PROGRAMS_PER_SM = 2  # enough tiles in flight to keep HBM busy while the weight streams
 # From this batch size the launcher times the fused kernel against dequantize-once-then-cuBLAS
 # on first use of a shape and keeps the faster: once the batch is large, the dequantization the
-# fused kernel repeats for every row tile costs more than one pass over the weight.
-DEQUANTIZE_ONCE_MIN_BATCH = 512
+# fused kernel repeats for every row tile costs more than one pass over the weight. Measured on
+# the H100 (docs/NOTES.md): the fused kernel wins up to batch 128 and loses from 256.
+DEQUANTIZE_ONCE_MIN_BATCH = 256
 
 
 # --- Candidate configs ------------------------------------------------------------------------
