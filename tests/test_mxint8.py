@@ -9,7 +9,9 @@ tolerance on random data of ragged sizes. Bits are compared as integers; any NaN
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -590,3 +592,21 @@ def test_kernel_matches_reference_on_2_24_random_elements():
     mantissa, scales = random_mxint8((2**24,), 32, "cuda")
     expected = mx.dequantize_reference(mantissa, scales, 32)
     assert_bf16_bits_equal(mx.dequantize(mantissa, scales, 32), expected, mantissa, scales, 32)
+
+
+# --- The package reads one way ------------------------------------------------------------------
+PACKAGE_ORDER = [  # kernels/mxint8/__init__.py lists them so: each imports only from earlier ones
+    "format", "reference", "quantizer", "dequantize_kernel", "linear_tile", "linear_words",
+    "linear_kernel", "linear_launch", "tuning", "linear", "module",
+]  # fmt: skip
+
+
+def test_package_modules_import_only_from_the_ones_before_them():
+    folder = Path(mx.__file__).parent
+    assert {p.stem for p in folder.glob("*.py")} == {*PACKAGE_ORDER, "__init__"}
+    for position, name in enumerate(PACKAGE_ORDER):
+        source = (folder / f"{name}.py").read_text()
+        imported = re.findall(r"^from kernels\.mxint8\.(\w+) import", source, re.MULTILINE)
+        later = [m for m in imported if PACKAGE_ORDER.index(m) >= position]
+        assert not later, f"kernels/mxint8/{name}.py imports {later}, which come after it"
+        assert len(source.splitlines()) <= 300, f"kernels/mxint8/{name}.py is over 300 lines"
