@@ -37,7 +37,7 @@ from kernels.mxint8 import (
     tuned_config,
 )
 from kernels.mxint8.linear_kernel import mxint8_linear_kernel
-from kernels.mxint8.linear_launch import _launch_plan, kernel_operands, problem_meta
+from kernels.mxint8.linear_launch import kernel_operands, launch_plan, problem_meta
 from kernels.mxint8.tuning import chosen_path
 from perfgate.timing import copy_bandwidth_gbps, graph_seconds_per_call, l2_cache_bytes
 
@@ -171,7 +171,7 @@ def resources(n: int, k: int, m: int) -> dict:
     x = torch.randn(m, k, device="cuda").to(torch.bfloat16)
     bias = torch.randn(n, device="cuda").to(torch.bfloat16)
     out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-    grid, meta = _launch_plan(config, m, n, k, False)
+    grid, meta = launch_plan(config, m, n, k, False)
     workspace = torch.empty(max(config.workspace_elements(m, n), 1), device="cuda")
     counters = torch.zeros(max(grid[0], 4096), dtype=torch.int32, device="cuda")
     operands = kernel_operands(x, mantissa, scales, bias, out, workspace, counters)

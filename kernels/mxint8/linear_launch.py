@@ -94,7 +94,7 @@ def problem_meta(m: int, bias, group_size: int) -> dict:
 
 
 @functools.lru_cache(maxsize=1024)
-def _launch_plan(config: LinearConfig, m: int, n: int, k: int, interpreted: bool):
+def launch_plan(config: LinearConfig, m: int, n: int, k: int, interpreted: bool):
     """(grid, keyword arguments) of one launch: block sizes, loop trip count, K masking."""
     meta = dict(
         BLOCK_M=config.block_m,
@@ -115,7 +115,7 @@ def launch(x2d, mantissa, scales, bias, out, group_size: int, config: LinearConf
     into ``out`` [M, N]; ``mantissa`` and ``scales`` contiguous."""
     m, k = x2d.shape
     n = mantissa.shape[0]
-    grid, meta = _launch_plan(config, m, n, k, interpreting())
+    grid, meta = launch_plan(config, m, n, k, interpreting())
     workspace = torch.empty(
         max(config.workspace_elements(m, n), 1), dtype=torch.float32, device=out.device
     )
