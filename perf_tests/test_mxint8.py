@@ -3,6 +3,14 @@ encoder (latency, memory, output difference).
 
 Dequantization is gated on device time against the same-size copy roofline; the Triton kernel,
 the PyTorch reference and the reference under torch.compile are the three implementations.
+The Linear layer runs dense, MXINT8 the lab's way (dequantize, then F.linear) and MXINT8 fused
+(``mxint8_linear``: dequantized inside the matmul), each checked against float32 before timing.
+
+Same-run ratios the gate checks (declared below with ``perfgate.Ratio``): each MXINT8 Linear's
+latency relative to the dense one of the same shape, batch and dtype (so ``mxint8_fused-bf16``
+over ``dense-bf16`` for the fused kernel), the encoder's relative to fp32, and the dequantization
+kernel's fraction of the copy roofline. Each fused case also carries ``bf16_s`` (bf16 F.linear
+timed in the same case) and ``floor_s`` (its 8.25-bit weight read at the measured copy bandwidth).
 """
 
 from __future__ import annotations
@@ -18,10 +26,12 @@ from kernels.mxint8 import (
     MXINT8Linear,
     dequantize,
     dequantize_reference,
+    relative_error,
     triton_available_for,
 )
 from perf_tests.models import BERT_BASE, BERT_SMALL, EncoderClassifier, quantize_linears
 from perfgate.timing import (
+    graph_seconds_per_call,
     l2_cache_bytes,
     record_rates,
     rotation_count,
@@ -72,15 +82,17 @@ GROUP_SIZES = [32, 128]
 THEORETICAL_SAVING = 1 - (8 + 8 / 32) / 32  # 74.2 % at group 32
 
 
-def compiled_reference(mantissa, scales, group_size):
-    return torch.compile(dequantize_reference, dynamic=False)(mantissa, scales, group_size)
+DEQUANTIZERS = {"triton": dequantize, "reference": dequantize_reference}
 
 
-DEQUANTIZERS = {
-    "triton": dequantize,
-    "reference": dequantize_reference,
-    "reference_compiled": compiled_reference,
-}
+def make_dequantizer(implementation: str):
+    """The function a case times; the compiled reference is compiled once, on the correctness
+    check's call, before timing."""
+    if implementation == "reference_compiled":
+        return torch.compile(dequantize_reference, dynamic=False)
+    return DEQUANTIZERS[implementation]
+
+
 DEQUANTIZER_PARAMS = [
     "triton",
     "reference",
@@ -112,8 +124,8 @@ def test_dequantize(
     device = bench_device
     if implementation == "triton" and not triton_available_for(device):
         pytest.skip("the Triton kernel needs CUDA on this device (or TRITON_INTERPRET=1 on CPU)")
-    dequantizer = DEQUANTIZERS[implementation]
     torch._dynamo.reset()  # one static compile per case, never Dynamo's recompile limit
+    dequantizer = make_dequantizer(implementation)
     min_bytes = elements * 3 + elements // group_size  # int8 in, bf16 out, one scale per group
     sets = rotation_count(min_bytes, l2_cache_bytes(device)) if device.type == "cuda" else 1
     inputs = [random_mxint8(elements, group_size, device) for _ in range(sets)]
@@ -139,12 +151,10 @@ def test_dequantize(
         benchmark.extra_info["fraction_of_copy"] = benchmark.extra_info["gbps"] / copy_gbps
 
 
-LINEAR_IMPLEMENTATIONS = ["dense", "mxint8"]
+# mxint8: the lab's dequantize-then-F.linear; mxint8_fused: the fused kernel (CUDA; on CPU the
+# interpreter under TRITON_INTERPRET=1, else the float32 reference)
+LINEAR_IMPLEMENTATIONS = ["dense", "mxint8", "mxint8_fused"]
 ACTIVATION_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
-
-
-def relative_error(output: torch.Tensor, reference: torch.Tensor) -> float:
-    return ((output.float() - reference).norm() / reference.norm()).item()
 
 
 @pytest.mark.perfgate(
@@ -156,7 +166,14 @@ def relative_error(output: torch.Tensor, reference: torch.Tensor) -> float:
 @pytest.mark.parametrize("dtype_name", list(ACTIVATION_DTYPES))
 @pytest.mark.parametrize("implementation", LINEAR_IMPLEMENTATIONS)
 def test_linear(
-    benchmark, bench_device, perf_budget, weight_shape, batch, implementation, dtype_name
+    benchmark,
+    bench_device,
+    perf_budget,
+    copy_roofline,
+    weight_shape,
+    batch,
+    implementation,
+    dtype_name,
 ):
     device, dtype = bench_device, ACTIVATION_DTYPES[dtype_name]
     out_features, in_features = weight_shape
@@ -187,14 +204,35 @@ def test_linear(
         forward_peak_bytes=peak,
     )
     record_rates(benchmark, flops=2 * batch * out_features * in_features)
+    if implementation == "mxint8_fused":
+        benchmark.extra_info.update(fused_bounds(dense, x, copy_roofline))
 
 
 def make_linear(dense: nn.Linear, implementation: str, dtype: torch.dtype) -> nn.Module:
-    if implementation == "mxint8":
-        return MXINT8Linear(dense)
+    if implementation in ("mxint8", "mxint8_fused"):
+        return MXINT8Linear(dense, fused=implementation == "mxint8_fused")
     copy = nn.Linear(dense.in_features, dense.out_features, device=dense.weight.device)
     copy.load_state_dict(dense.state_dict())
     return copy.to(dtype)
+
+
+def fused_bounds(dense: nn.Linear, x: torch.Tensor, copy_roofline) -> dict:
+    """``floor_s``: the MXINT8 weight (8 + 8/32 bits a value) read once at the measured copy
+    bandwidth; ``bf16_s``: bf16 ``F.linear`` on this case's input, device time of a CUDA graph
+    over rotating weights (CUDA only, None elsewhere)."""
+    device = x.device
+    weight_bytes = dense.weight.numel() * (1 + 1 / 32)
+    facts = {"floor_s": weight_bytes / (copy_roofline(int(weight_bytes), device) * 1e9)}
+    facts["bf16_s"] = None
+    if device.type == "cuda":
+        bf16_bytes = dense.weight.numel() * 2
+        sets = rotation_count(bf16_bytes, l2_cache_bytes(device))
+        weights = [dense.weight.detach().to(torch.bfloat16) for _ in range(sets)]
+        x_bf16 = x.to(torch.bfloat16)
+        with torch.inference_mode():
+            calls = [functools.partial(nn.functional.linear, x_bf16, w) for w in weights]
+            facts["bf16_s"] = graph_seconds_per_call(calls, device)
+    return facts
 
 
 def storage_bytes(module: nn.Module) -> int:
@@ -233,11 +271,12 @@ def test_encoder(benchmark, bench_device, perf_budget, encoder, variant):
     tokens = torch.randint(0, ENCODERS[name]["vocab"], (batch, sequence))
 
     with torch.inference_mode():
-        reference = fp32_model(tokens)
-        error = relative_error(model(tokens).float(), reference)
-        assert error < 5e-2, f"{variant} logits differ from fp32 by {error:.2e}"
         memory = encoder_memory(fp32_model, model, tokens, device)
         model, tokens = model.to(device), tokens.to(device)
+        reference = fp32_model.to(device)(tokens)  # checked on the device it is timed on
+        del fp32_model
+        error = relative_error(model(tokens), reference)
+        assert error < 5e-2, f"{variant} logits differ from fp32 by {error:.2e}"
         benchmark.group = f"encoder {name} batch {batch} seq {sequence} {device.type}"
         facts = time_wall(benchmark, lambda: model(tokens), device, perf_budget)
     benchmark.extra_info.update(

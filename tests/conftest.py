@@ -1,4 +1,5 @@
-"""Unit-test fixtures: Triton's interpreter on CPU-only machines, seeding, the devices."""
+"""Unit-test fixtures: Triton's interpreter on CPU-only machines, seeding, the devices, and the
+one rule for GPU tests: mark them ``gpu`` and they are skipped where there is no CUDA device."""
 
 from __future__ import annotations
 
@@ -13,10 +14,18 @@ if not torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ:
     os.environ["TRITON_INTERPRET"] = "1"
 
 CUDA_AVAILABLE = torch.cuda.is_available()
-requires_cuda = pytest.mark.skipif(not CUDA_AVAILABLE, reason="needs a CUDA device")
 
 # "cpu" always (the Triton kernels run there through the interpreter); "cuda" only when present.
-DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, requires_cuda])]
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    if CUDA_AVAILABLE:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if item.get_closest_marker("gpu") is not None:
+            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)

@@ -81,7 +81,6 @@ def test_copy_roofline_on_the_cpu_is_bytes_moved_over_the_fastest_of_three_copie
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("total_bytes", [2**21, 2**28])
 def test_copy_roofline_on_cuda_is_a_plausible_bandwidth(total_bytes):
     gbps = copy_bandwidth_gbps(total_bytes, torch.device("cuda"))

@@ -1,4 +1,5 @@
-"""Unit tests for kernels/mxint8_linear.py: the fused MXINT8 linear against its float32 reference.
+"""Unit tests for the fused MXINT8 linear (kernels/mxint8/linear*.py, tuning.py) against its
+float32 reference, and MXINT8Linear's choice of path and its gradients.
 
 On CPU the Triton kernel runs through the interpreter, at small shapes whose ragged M, N and K
 tails fall inside the blocks of the interpreter's config (64 x 128 x 128) and of a small one
@@ -19,10 +20,18 @@ import triton.language as tl
 from torch import nn
 from torch.nn import functional as F
 
-from kernels import mxint8_linear as fl
-from kernels.mxint8 import MXINT8Linear, dequantize_reference, quantize
+from kernels import mxint8 as fl
+from kernels.mxint8 import (
+    MXINT8Linear,
+    dequantize_reference,
+    linear,
+    linear_launch,
+    linear_tile,
+    module,
+    quantize,
+    tuning,
+)
 
-requires_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 # Tests that launch the kernel on CPU tensors need Triton's interpreter (conftest.py sets it
 # where there is no GPU); elsewhere CPU tensors take the reference, by design
 requires_interpreter = pytest.mark.skipif(
@@ -54,7 +63,7 @@ def assert_close_to_reference(y, x, mantissa, scales, bias, group_size) -> None:
     assert (y.dtype, y.device) == (x.dtype, x.device), f"{y.dtype} on {y.device}"
     expected = fl.mxint8_linear_reference(x, mantissa, scales, bias, group_size)
     assert not torch.isnan(y).any(), "NaN in the output"
-    error = ((y.float() - expected).norm() / expected.norm()).item()
+    error = fl.relative_error(y, expected)
     assert error < MAX_RELATIVE_ERROR, (
         f"relative error {error:.3e} for x {tuple(x.shape)} {x.dtype}, W {tuple(mantissa.shape)}, "
         f"group {group_size}, bias {bias is not None}"
@@ -132,7 +141,7 @@ def test_split_k_is_deterministic_and_leaves_counters_at_zero(split_k, device):
     first = fl.mxint8_linear(x, mantissa, scales, bias, 32, config=config)
     assert_close_to_reference(first, x, mantissa, scales, bias, 32)
     assert torch.equal(fl.mxint8_linear(x, mantissa, scales, bias, 32, config=config), first)
-    assert not fl._counters[x.device].any(), "a split-K counter was left non-zero"
+    assert not linear_launch._counters[x.device].any(), "a split-K counter was left non-zero"
 
 
 @pytest.mark.parametrize(
@@ -154,9 +163,9 @@ def test_other_block_shapes_match_reference(config, device):
 @requires_interpreter
 def test_autotuned_launch_times_only_the_candidates_and_runs_the_fastest(monkeypatch):
     # The CUDA path, minus CUDA: the interpreter runs the chosen config; timing is faked
-    autotuner = fl._mxint8_linear_autotuned
+    autotuner = tuning.AUTOTUNED_KERNEL
     monkeypatch.setattr(autotuner, "cache", {})
-    monkeypatch.setattr(fl, "_tuned", {})
+    monkeypatch.setattr(tuning, "_tuned", {})
     timed = []
 
     def fake_do_bench(kernel_call, quantiles):
@@ -169,7 +178,7 @@ def test_autotuned_launch_times_only_the_candidates_and_runs_the_fastest(monkeyp
     x = activations((m, k), torch.bfloat16)
     bias = torch.randn(n)
     out = torch.empty(m, n, dtype=torch.bfloat16)
-    fl._launch(x, mantissa, scales, bias, out, 32, None)
+    tuning.run_tuned(x, mantissa, scales, bias, out, 32)
     candidates = fl.candidate_configs(m, n, k)
     assert len(timed) == len(candidates) > 1
     assert fl.tuned_config(m, n, k, 32) == candidates[0]
@@ -182,18 +191,18 @@ def test_autotuned_launch_times_only_the_candidates_and_runs_the_fastest(monkeyp
 
     monkeypatch.setattr(autotuner, "run", no_autotuner)
     again = torch.empty(m, n, dtype=torch.bfloat16)
-    fl._launch(x, mantissa, scales, bias, again, 32, None)
+    tuning.run_tuned(x, mantissa, scales, bias, again, 32)
     assert torch.equal(again, out)
 
 
 @pytest.mark.parametrize("m", [1, 16, 17, 64, 100, 256, 300, 512, 4096])
 @pytest.mark.parametrize("n, k", [(4096, 4096), (14336, 4096), (4096, 14336), (40, 96)])
 def test_candidate_configs_are_all_known_to_the_autotuner(m, n, k):
-    known = {fl._from_triton_config(c) for c in fl._mxint8_linear_autotuned.configs}
+    known = {tuning.from_triton_config(c) for c in tuning.AUTOTUNED_KERNEL.configs}
     candidates = fl.candidate_configs(m, n, k)
     assert candidates and set(candidates) <= known
     # one candidate set per autotuner key: the batch bucket decides, not the batch
-    assert candidates == fl.candidate_configs(fl._m_bucket(m), n, k)
+    assert candidates == fl.candidate_configs(linear_launch.m_bucket(m), n, k)
 
 
 # --- Every (mantissa, scale) pair, bit for bit ------------------------------------------------
@@ -208,7 +217,7 @@ def all_pairs_weight(scale_low: int, scale_high: int) -> tuple[torch.Tensor, tor
 
 @pytest.mark.parametrize(
     "scale_low, scale_high",
-    [(fl.USUAL_SCALE_MIN, fl.USUAL_SCALE_MAX), (0, 254)],
+    [(linear_tile.USUAL_SCALE_MIN, linear_tile.USUAL_SCALE_MAX), (0, 254)],
     ids=["usual-scales-fast-path", "all-finite-scales-six-steps"],
 )
 def test_weights_are_dequantized_bit_for_bit(scale_low, scale_high):
@@ -232,14 +241,14 @@ def _dequantize_usual_kernel(v_ptr, e_ptr, out_ptr, SIZE: tl.constexpr):
     offs = tl.arange(0, SIZE)
     v = tl.load(v_ptr + offs).to(tl.int32)
     e = tl.load(e_ptr + offs).to(tl.int32)
-    tl.store(out_ptr + offs, fl._dequantize_usual(v, e))
+    tl.store(out_ptr + offs, linear_tile.dequantize_usual(v, e))
 
 
 def test_fast_dequantization_equals_the_six_steps_on_every_usual_pair(device):
     skip_unless_the_kernel_runs_on(device)
     v = torch.arange(-128, 128, dtype=torch.int16).to(torch.int8).repeat(256).to(device)
     e = torch.arange(256, dtype=torch.int16).repeat_interleave(256).to(device)
-    usual = (e >= fl.USUAL_SCALE_MIN) & (e <= fl.USUAL_SCALE_MAX)
+    usual = (e >= linear_tile.USUAL_SCALE_MIN) & (e <= linear_tile.USUAL_SCALE_MAX)
     v, e = v[usual], e[usual].to(torch.uint8)
     size = triton.next_power_of_2(v.numel())
     v, e = F.pad(v, (0, size - v.numel())), F.pad(e, (0, size - e.numel()), value=127)
@@ -247,6 +256,31 @@ def test_fast_dequantization_equals_the_six_steps_on_every_usual_pair(device):
     _dequantize_usual_kernel[(1,)](v, e, out, SIZE=size)
     expected = dequantize_reference(v, e, 1)
     assert torch.equal(out.view(torch.int16), expected.view(torch.int16))
+
+
+@triton.jit
+def _dequantize_words_kernel(words_ptr, e_ptr, out_ptr, WORDS: tl.constexpr):
+    offs = tl.arange(0, WORDS)
+    step = linear_tile.bf16_step_pair(tl.load(e_ptr + offs).to(tl.int32))
+    low, high = linear_tile.dequantize_words(tl.load(words_ptr + offs), step)
+    tl.store(out_ptr + 2 * offs, low)
+    tl.store(out_ptr + 2 * offs + 1, high)
+
+
+@pytest.mark.gpu
+def test_word_dequantization_equals_the_six_steps_on_every_usual_pair():
+    # inline assembly: CUDA only. Each word holds four consecutive mantissas of one scale
+    v = torch.arange(-128, 128, dtype=torch.int16).to(torch.int8).repeat(256)
+    e = torch.arange(256, dtype=torch.int16).repeat_interleave(256)
+    usual = (e >= linear_tile.USUAL_SCALE_MIN) & (e <= linear_tile.USUAL_SCALE_MAX)
+    v, e = v[usual], e[usual].to(torch.uint8)
+    words = triton.next_power_of_2(v.numel() // 4)
+    v, e = F.pad(v, (0, 4 * words - v.numel())), F.pad(e, (0, 4 * words - e.numel()), value=127)
+    out = torch.empty(2 * words, dtype=torch.int32, device="cuda")
+    _dequantize_words_kernel[(1,)](v.cuda().view(torch.int32), e[::4].cuda(), out, WORDS=words)
+    expected = dequantize_reference(v, e, 1)
+    got = out.cpu().view(torch.bfloat16)
+    assert torch.equal(got.view(torch.int16), expected.view(torch.int16))
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered in matmul:RuntimeWarning")
@@ -278,14 +312,14 @@ def test_random_codes_with_edge_values_match_reference(device):
 
 @requires_interpreter
 def test_cpu_runs_the_triton_kernel_not_the_reference(monkeypatch):
-    reference = fl.mxint8_linear_reference
+    reference = linear.mxint8_linear_reference
     calls = []
 
     def counting_reference(*args, **kwargs):
         calls.append(args)
         return reference(*args, **kwargs)
 
-    monkeypatch.setattr(fl, "mxint8_linear_reference", counting_reference)
+    monkeypatch.setattr(linear, "mxint8_linear_reference", counting_reference)
     mantissa, scales = quantized_weight(40, 64, 32)
     fl.mxint8_linear(activations((3, 64), torch.bfloat16), mantissa, scales, None, 32)
     assert not calls, "mxint8_linear fell back to mxint8_linear_reference on CPU"
@@ -302,14 +336,14 @@ def test_layer_fused_and_unfused_agree(bias, dtype, device):
         layer.fused = False
         unfused = layer(x)
     assert (fused.shape, fused.dtype) == (unfused.shape, unfused.dtype) == ((2, 5, 40), dtype)
-    error = ((fused.float() - unfused.float()).norm() / unfused.float().norm()).item()
+    error = fl.relative_error(fused, unfused)
     assert error < MAX_RELATIVE_ERROR, f"fused vs unfused: relative error {error:.3e}"
 
 
 @requires_interpreter
 def test_layer_fused_flag_picks_the_path(monkeypatch):
     calls = []
-    monkeypatch.setattr(fl, "mxint8_linear", lambda *args, **kwargs: calls.append(args))
+    monkeypatch.setattr(module, "mxint8_linear", lambda *args, **kwargs: calls.append(args))
     layer = MXINT8Linear(nn.Linear(64, 8), group_size=32, fused=False)
     layer(torch.randn(2, 64))
     assert not calls
@@ -319,9 +353,66 @@ def test_layer_fused_flag_picks_the_path(monkeypatch):
 
 
 def test_layer_with_unsupported_group_size_uses_dequantize_then_linear(monkeypatch):
-    monkeypatch.setattr(fl, "mxint8_linear", lambda *args, **kwargs: pytest.fail("fused path"))
+    monkeypatch.setattr(module, "mxint8_linear", lambda *args, **kwargs: pytest.fail("fused path"))
     layer = MXINT8Linear(nn.Linear(96, 8), group_size=48, fused=True)  # not a power of two
     assert layer(torch.randn(2, 96)).shape == (2, 8)
+
+
+def test_layer_default_is_fused_on_cuda_only(monkeypatch):
+    layer = MXINT8Linear(nn.Linear(64, 8), group_size=32)
+    assert layer.fused is None
+    assert not layer.uses_fused_path(torch.randn(2, 64))  # CPU: the interpreter is slow
+    monkeypatch.setattr(module, "mxint8_linear", lambda *args, **kwargs: pytest.fail("fused"))
+    assert layer(torch.randn(2, 64)).shape == (2, 8)
+
+
+@pytest.mark.gpu
+def test_layer_default_is_fused_on_cuda():
+    layer = MXINT8Linear(nn.Linear(64, 8), group_size=32).cuda()
+    assert layer.uses_fused_path(torch.randn(2, 64, device="cuda"))
+    layer.fused = False
+    assert not layer.uses_fused_path(torch.randn(2, 64, device="cuda"))
+
+
+# --- Gradients: never silently dropped --------------------------------------------------------
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_fused_gradients_match_the_reference(dtype, bias, device):
+    mantissa, scales = quantized_weight(40, 96, 32, device)
+    x = activations((2, 3, 96), dtype, device).requires_grad_()
+    b = torch.randn(40, device=device, requires_grad=True) if bias else None
+    grad = torch.randn(2, 3, 40, device=device).to(dtype)
+    y = fl.mxint8_linear(x, mantissa, scales, b, 32)
+    assert y.requires_grad and y.grad_fn is not None, "the output lost its graph"
+    y.backward(grad)
+
+    weight = dequantize_reference(mantissa, scales, 32).float()
+    assert x.grad.dtype == dtype
+    x_error = fl.relative_error(x.grad, grad.float() @ weight)
+    assert x_error < MAX_RELATIVE_ERROR, f"input gradient: relative error {x_error:.2e}"
+    if bias:
+        assert fl.relative_error(b.grad, grad.float().sum((0, 1))) < MAX_RELATIVE_ERROR
+
+
+def test_layer_gradients_agree_between_paths(device):
+    skip_unless_the_kernel_runs_on(device)
+    layer = MXINT8Linear(nn.Linear(96, 40), group_size=32, fused=True).to(device)
+    x0, grads = activations((5, 96), torch.float32, device), {}
+    for fused in (True, False):
+        layer.fused = fused
+        x = x0.clone().requires_grad_()
+        layer(x).square().sum().backward()
+        grads[fused] = x.grad
+    error = fl.relative_error(grads[True], grads[False])
+    assert error < MAX_RELATIVE_ERROR, f"fused vs unfused input gradient: {error:.2e}"
+
+
+def test_no_graph_without_grad(device):
+    mantissa, scales = quantized_weight(40, 96, 32, device)
+    x = activations((3, 96), torch.bfloat16, device).requires_grad_()
+    with torch.no_grad():
+        y = fl.mxint8_linear(x, mantissa, scales, None, 32)
+    assert not y.requires_grad
 
 
 # --- Rejections: each names the offending argument --------------------------------------------
@@ -375,7 +466,6 @@ def test_kernel_rejects_group_sizes_not_a_power_of_two(group_size):
 
 
 @pytest.mark.gpu
-@requires_cuda
 @pytest.mark.parametrize("on_cpu", ["x", "mantissa", "scales", "bias"])
 def test_rejects_tensors_on_different_devices(on_cpu):
     arguments = {name: t.cuda() for name, t in _valid().items()}
@@ -386,7 +476,6 @@ def test_rejects_tensors_on_different_devices(on_cpu):
 
 # --- GPU only: the sizes the interpreter cannot reach -----------------------------------------
 @pytest.mark.gpu
-@requires_cuda
 @pytest.mark.parametrize("group_size", [32, 128])
 @pytest.mark.parametrize("m", [1, 16, 100, 512, 4096])
 @pytest.mark.parametrize("n, k", [(4096, 4096), (14336, 4096), (1000, 1056)])
@@ -401,7 +490,6 @@ def test_large_shapes_match_reference(n, k, m, group_size):
 
 
 @pytest.mark.gpu
-@requires_cuda
 @pytest.mark.parametrize("config", fl.candidate_configs(16, 4096, 4096), ids=str)
 def test_every_gemv_candidate_config_matches_reference(config):
     mantissa, scales = quantized_weight(4096, 4096, 32, "cuda")
@@ -411,7 +499,6 @@ def test_every_gemv_candidate_config_matches_reference(config):
 
 
 @pytest.mark.gpu
-@requires_cuda
 @pytest.mark.parametrize("group_size", [32, 128])
 @pytest.mark.parametrize("config", fl.candidate_configs(512, 14336, 4096), ids=str)
 def test_every_large_batch_candidate_config_matches_reference(config, group_size):
@@ -423,10 +510,9 @@ def test_every_large_batch_candidate_config_matches_reference(config, group_size
 
 
 @pytest.mark.gpu
-@requires_cuda
 @pytest.mark.parametrize(
     "scale_low, scale_high",
-    [(fl.USUAL_SCALE_MIN, fl.USUAL_SCALE_MAX), (0, 254)],
+    [(linear_tile.USUAL_SCALE_MIN, linear_tile.USUAL_SCALE_MAX), (0, 254)],
     ids=["usual-scales-fast-path", "all-finite-scales-six-steps"],
 )
 def test_weights_are_dequantized_bit_for_bit_on_gpu(scale_low, scale_high):
@@ -442,7 +528,6 @@ def test_weights_are_dequantized_bit_for_bit_on_gpu(scale_low, scale_high):
 
 
 @pytest.mark.gpu
-@requires_cuda
 def test_indexes_past_2_31_weight_elements():
     n, k = 2**31 // 4096 + 64, 4096  # 2^31 + 2^18 mantissas
     free, _ = torch.cuda.mem_get_info()
@@ -454,12 +539,11 @@ def test_indexes_past_2_31_weight_elements():
     y = fl.mxint8_linear(x, mantissa, scales, None, 32)
     tail = slice(n - 128, n)  # rows whose offsets pass 2^31
     expected = fl.mxint8_linear_reference(x, mantissa[tail], scales[tail], None, 32)
-    error = ((y[:, tail].float() - expected).norm() / expected.norm()).item()
-    assert error < MAX_RELATIVE_ERROR
+    assert fl.relative_error(y[:, tail], expected) < MAX_RELATIVE_ERROR
 
 
 def test_all_pairs_weight_holds_every_pair():
-    for low, high in [(fl.USUAL_SCALE_MIN, fl.USUAL_SCALE_MAX), (0, 254)]:
+    for low, high in [(linear_tile.USUAL_SCALE_MIN, linear_tile.USUAL_SCALE_MAX), (0, 254)]:
         mantissa, scales = all_pairs_weight(low, high)
         per_value = scales.repeat_interleave(32, dim=1)
         pairs = torch.unique(mantissa.int() * 256 + per_value.int())

@@ -10,10 +10,10 @@ import argparse
 import json
 
 import torch
-import triton
 import triton.testing
 
-from kernels.mxint8 import _dequantize_kernel, _uses_group_tiles, dequantize, dequantize_reference
+from kernels.mxint8 import dequantize, dequantize_reference
+from kernels.mxint8.dequantize_kernel import launch_dequantize
 
 CONFIGS = [(1024, 4), (2048, 4), (2048, 8), (4096, 4), (4096, 8), (8192, 8), (8192, 16)]
 
@@ -45,20 +45,6 @@ def past_2_31() -> int:
     return bits_equal(got, dequantize_reference(m[-tail:], s[-tail // 32 :], 32))
 
 
-def launch(m, s, out, group, block, warps) -> None:
-    grid = (triton.cdiv(m.numel(), block),)
-    _dequantize_kernel[grid](
-        m,
-        s,
-        out,
-        m.numel(),
-        GROUP_SIZE=group,
-        BLOCK_SIZE=block,
-        GROUP_TILES=_uses_group_tiles(group, block),
-        num_warps=warps,
-    )
-
-
 def time_ms(fn) -> float:
     return triton.testing.do_bench(fn, return_mode="median")
 
@@ -73,7 +59,7 @@ def bandwidth_row(n: int, g: int) -> dict:
     row = {"elements": n, "group": g, "bytes": nbytes, "copy_ms": time_ms(lambda: dst.copy_(src))}
     for block, warps in CONFIGS:
         row[f"triton_{block}_{warps}_ms"] = time_ms(
-            lambda b=block, w=warps: launch(m, s, out, g, b, w)
+            lambda b=block, w=warps: launch_dequantize(m, s, out, g, b, w)
         )
     row["mismatches"] = bits_equal(dequantize(m, s, g), dequantize_reference(m, s, g))
     torch._dynamo.reset()

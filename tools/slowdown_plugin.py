@@ -15,6 +15,7 @@ import time
 import torch.nn.functional as F
 
 import kernels.mxint8
+import kernels.mxint8.module
 import perfgate.timing
 
 MODE = os.environ.get("PERFGATE_SLOWDOWN", "")
@@ -29,6 +30,7 @@ def pytest_configure(config) -> None:
             return original(mantissa, scales, group_size)
 
         kernels.mxint8.dequantize = dequantize_twice
+        kernels.mxint8.module.dequantize = dequantize_twice  # MXINT8Linear's unfused path
         import perf_tests.test_mxint8 as bench
 
         bench.DEQUANTIZERS["triton"] = dequantize_twice

@@ -1,0 +1,219 @@
+"""Choosing how to run one fused-linear problem: the candidate configs, Triton's autotuner over
+them (keyed on the batch bucket), our own record of what it chose, and, from
+DEQUANTIZE_ONCE_MIN_BATCH rows, a timed choice between the fused kernel and dequantize-once.
+
+The autotuner runs once per problem key; later calls launch the recorded choice directly, since
+its per-call bookkeeping (pruning, heuristics over ~100 configs) costs ~100 us of host time on an
+H100 machine, several times the kernel's own 10-40 us.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+import triton.testing
+
+from kernels.mxint8.format import interpreting
+from kernels.mxint8.linear_kernel import mxint8_linear_kernel
+from kernels.mxint8.linear_launch import (
+    LinearConfig,
+    dequantize_then_matmul,
+    kernel_arguments,
+    kernel_operands,
+    launch,
+    m_bucket,
+    problem_meta,
+    split_k_counters,
+)
+
+# (block_m, block_n, block_k, num_warps, num_stages) per batch bucket, before the K split.
+# block_n is 64 per 4 warps: Hopper's wgmma then takes the weight from registers (measured in
+# SASS: narrower tiles fall back to mma.sync and cost 2-5x more instructions per weight).
+# Wider GEMV sets (block_k 512, 4-5 stages) were timed on the H100 and never won: docs/NOTES.md.
+_TILES_GEMV = [(16, 64, 128, 4, 4), (16, 64, 256, 4, 3), (16, 128, 128, 8, 4), (16, 128, 256, 8, 3)]
+_TILES_SMALL = [(64, 128, 128, 8, 4), (64, 64, 128, 4, 4), (64, 128, 256, 8, 3)]
+_TILES_LARGE = [
+    (128, 64, 64, 4, 4),
+    (128, 128, 64, 8, 4),
+    (256, 128, 64, 8, 2),  # 3 stages: NaN outputs at group 128 (Triton 3.6, H100)
+    (128, 128, 128, 8, 3),
+]
+_PROGRAMS_PER_SM = 2  # enough tiles in flight to keep HBM busy while the weight streams
+# From this batch size the launcher times the fused kernel against dequantize-once-then-cuBLAS
+# on first use of a shape and keeps the faster: once the batch is large, the dequantization the
+# fused kernel repeats for every row tile costs more than one pass over the weight. Measured on
+# the H100 (docs/NOTES.md): the fused kernel wins up to batch 128 and loses from 256.
+DEQUANTIZE_ONCE_MIN_BATCH = 256
+
+
+# --- Candidate configs ------------------------------------------------------------------------
+def _tile_shapes(m: int) -> list[tuple[int, int, int, int, int]]:
+    bucket = m_bucket(m)
+    if bucket <= 16:  # GEMV-like: the weight read is the whole cost
+        return _TILES_GEMV
+    if bucket <= 64:
+        return [(bucket, *shape[1:]) for shape in _TILES_SMALL]
+    return _TILES_LARGE
+
+
+@functools.cache
+def _sm_count() -> int:
+    if not torch.cuda.is_available():
+        return 132  # an H100's, so configs can be planned without a GPU
+    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+
+
+def _split_k(bucket: int, n: int, k: int, block_m: int, block_n: int, block_k: int) -> int:
+    """Smallest power-of-two split that gives every SM a couple of programs, while each split
+    keeps >= 2 K blocks and the float32 partial tiles (written and read back) stay under half
+    the weight's bytes: 16 * split * batch <= K."""
+    tiles = triton.cdiv(bucket, block_m) * triton.cdiv(n, block_n)
+    split = 1
+    while (
+        tiles * split < _PROGRAMS_PER_SM * _sm_count()
+        and k >= 4 * split * block_k
+        and 16 * 2 * split * bucket <= k
+    ):
+        split *= 2
+    return split
+
+
+def candidate_configs(m: int, n: int, k: int) -> list[LinearConfig]:
+    """The configs the autotuner times for an (m, n, k) problem: a few tile shapes for the batch
+    bucket, each with the K split its shape calls for, half that, and, where a split is called
+    for and K allows it, double (more, smaller programs even out the SMs' shares)."""
+    configs = []  # from the batch bucket alone, so one autotuner key has one candidate set
+    for bm, bn, bk, warps, stages in _tile_shapes(m):
+        split = _split_k(m_bucket(m), n, k, bm, bn, bk)
+        splits = {split, max(split // 2, 1)}
+        if split > 1 and k >= 2 * 2 * split * bk:
+            splits.add(2 * split)
+        for s in sorted(splits):
+            configs.append(LinearConfig(bm, bn, bk, s, warps, stages))
+    return configs
+
+
+# --- Triton's autotuner -------------------------------------------------------------------------
+def as_triton_config(config: LinearConfig) -> triton.Config:
+    meta = dict(
+        BLOCK_M=config.block_m,
+        BLOCK_N=config.block_n,
+        BLOCK_K=config.block_k,
+        SPLIT_K=config.split_k,
+        GROUP_M=config.group_m,
+    )
+    return triton.Config(meta, num_warps=config.num_warps, num_stages=config.num_stages)
+
+
+def from_triton_config(config: triton.Config) -> LinearConfig:
+    meta = config.kwargs
+    block_shape = (meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"], meta["SPLIT_K"])
+    return LinearConfig(*block_shape, config.num_warps, config.num_stages, meta["GROUP_M"])
+
+
+def _all_triton_configs() -> list[triton.Config]:
+    shapes = {(b, *s[1:]) for b in (16, 32, 64) for s in _TILES_SMALL} | set(_TILES_GEMV)
+    shapes |= set(_TILES_LARGE)
+    return [
+        as_triton_config(LinearConfig(bm, bn, bk, split, warps, stages))
+        for bm, bn, bk, warps, stages in sorted(shapes)
+        for split in (1, 2, 4, 8, 16, 32, 64)
+    ]
+
+
+def _prune(configs: list[triton.Config], named_args: dict, **kwargs) -> list[triton.Config]:
+    wanted = candidate_configs(named_args["M"], named_args["N"], named_args["K"])
+    return [c for c in configs if from_triton_config(c) in wanted]
+
+
+AUTOTUNED_KERNEL = triton.autotune(
+    configs=_all_triton_configs(),
+    key=["M_BUCKET", "N", "K", "GROUP_SIZE", "HAS_BIAS"],
+    prune_configs_by={"early_config_prune": _prune},
+    do_bench=lambda fn, quantiles: triton.testing.do_bench(
+        fn, warmup=5, rep=20, quantiles=quantiles
+    ),  # short runs: ~10 configs a shape, each timed in ~30 ms
+)(
+    triton.heuristics(
+        {name: (lambda args, name=name: kernel_arguments(args)[name]) for name in
+         ("k_blocks", "EVEN_K", "K_BLOCKS_INTERPRETED")}
+    )(mxint8_linear_kernel)
+)  # fmt: skip
+
+# What the autotuner chose, read from its public ``best_config`` after each tuning run:
+# (batch bucket, N, K, group size, has bias, device) -> config.
+_tuned: dict[tuple, LinearConfig] = {}
+
+
+def _problem_key(m: int, n: int, k: int, group_size: int, has_bias: bool, device) -> tuple:
+    return (m_bucket(m), n, k, group_size, has_bias, torch.device(device))
+
+
+def tuned_config(
+    m: int, n: int, k: int, group_size: int, has_bias: bool | None = None
+) -> LinearConfig | None:
+    """The autotuner's choice for a problem it has tuned (with or without a bias when
+    ``has_bias`` says which, on any device), else None."""
+    for key, config in _tuned.items():
+        if key[:4] == (m_bucket(m), n, k, group_size) and has_bias in (None, key[4]):
+            return config
+    return None
+
+
+def _autotune(x2d, mantissa, scales, bias, out, group_size: int) -> LinearConfig:
+    """Time the candidate configs of this problem, leaving a result in ``out``; the choice."""
+    m, k = x2d.shape
+    n = mantissa.shape[0]
+    configs = candidate_configs(m, n, k)
+    workspace_elements = max(c.workspace_elements(m, n) for c in configs)
+    workspace = torch.empty(max(workspace_elements, 1), dtype=torch.float32, device=out.device)
+    counters = split_k_counters(out.device, max(c.grid(m, n)[0] for c in configs))
+
+    def grid(meta: dict) -> tuple[int, int]:
+        return triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]), meta["SPLIT_K"]
+
+    operands = kernel_operands(x2d, mantissa, scales, bias, out, workspace, counters)
+    meta = problem_meta(m, bias, group_size)
+    AUTOTUNED_KERNEL[grid](*operands, **meta, INTERPRETED=interpreting())
+    return from_triton_config(AUTOTUNED_KERNEL.best_config)
+
+
+def run_tuned(x2d, mantissa, scales, bias, out, group_size: int) -> None:
+    """Run the problem's tuned config into ``out``, tuning it first if this is its first call."""
+    m, k = x2d.shape
+    key = _problem_key(m, mantissa.shape[0], k, group_size, bias is not None, out.device)
+    config = _tuned.get(key)
+    if config is None:
+        _tuned[key] = _autotune(x2d, mantissa, scales, bias, out, group_size)
+    else:
+        launch(x2d, mantissa, scales, bias, out, group_size, config)
+
+
+# --- Fused kernel or dequantize-once ------------------------------------------------------------
+_paths: dict[tuple, str] = {}  # problem key -> "fused" or "dequantize_once"
+
+
+def chosen_path(m: int, n: int, k: int, group_size: int, has_bias: bool, device) -> str | None:
+    """'fused' or 'dequantize_once' where ``choose_path`` has timed this problem, else None."""
+    return _paths.get(_problem_key(m, n, k, group_size, has_bias, device))
+
+
+def choose_path(x2d, mantissa, scales, bias, group_size: int) -> str:
+    """How to run this problem, 'fused' or 'dequantize_once': timed on its first call from
+    DEQUANTIZE_ONCE_MIN_BATCH rows on CUDA, 'fused' below that and elsewhere."""
+    m, k = x2d.shape
+    if m < DEQUANTIZE_ONCE_MIN_BATCH or x2d.device.type != "cuda":
+        return "fused"
+    n = mantissa.shape[0]
+    key = _problem_key(m, n, k, group_size, bias is not None, x2d.device)
+    if key not in _paths:
+        out = torch.empty((m, n), dtype=x2d.dtype, device=x2d.device)
+        operands = (x2d, mantissa, scales, bias)
+        fused = lambda: run_tuned(*operands, out, group_size)  # noqa: E731
+        once = lambda: dequantize_then_matmul(*operands, group_size)  # noqa: E731
+        fused_ms = triton.testing.do_bench(fused, return_mode="median")
+        once_ms = triton.testing.do_bench(once, return_mode="median")
+        _paths[key] = "dequantize_once" if once_ms < fused_ms else "fused"
+    return _paths[key]
