@@ -69,8 +69,6 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--perf-profile"):
         timing.set_profile_dir(config.getoption("--perf-profile"))
     config.stash[HOST_MALLOC] = host_memory.DEFAULT
-    if "cpu" in selected_devices(config) and config.getoption("--perf-malloc") == "retain":
-        config.stash[HOST_MALLOC] = host_memory.retain_freed_memory()
     if not _pytest_benchmark.active(config):
         return  # -p no:benchmark
     _warn_ignored_options(config)
@@ -131,6 +129,15 @@ def _check_histogram(config: pytest.Config) -> None:
             "--benchmark-histogram needs pygal: pip install 'perfgate[histogram]' "
             "(or pip install pygal pygaljs)"
         )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep freed host memory only for sessions that run benchmarks (not in every pytest run
+    of a project that merely has perfgate installed)."""
+    wanted = "cpu" in selected_devices(config) and config.getoption("--perf-malloc") == "retain"
+    if wanted and any(uses_benchmark(item) for item in items):
+        config.stash[HOST_MALLOC] = host_memory.retain_freed_memory()
 
 
 def selected_devices(config: pytest.Config) -> list[str]:

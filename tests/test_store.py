@@ -37,7 +37,9 @@ def write(folder: Path, name: str, data: dict | str | bytes) -> Path:
 def test_newest_is_by_recorded_datetime_across_subfolders(tmp_path):
     key = tmp_path / KEY
     write(key / "Linux-CPython-3.11-64bit", "0006_old.json", run_json("2026-11-20T00:00:00"))
-    newer = write(key / "Linux-CPython-3.12-64bit", "0001_new.json", run_json("2026-11-22T00:00:00"))
+    newer = write(
+        key / "Linux-CPython-3.12-64bit", "0001_new.json", run_json("2026-11-22T00:00:00")
+    )
     assert store.newest(key).path == newer
 
 
