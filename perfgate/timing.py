@@ -138,8 +138,8 @@ def time_wall(benchmark, fn: Callable[[], object], device: torch.device, budget:
     """Benchmark ``fn`` by synchronized wall time; returns facts for ``extra_info``."""
     if _profile_dir is not None:
         return profile_calls(benchmark, fn, device)
-    if benchmark.disabled:
-        fn()
+    if benchmark.disabled:  # --benchmark-disable runs the body once, untimed
+        benchmark.pedantic(fn)
         synchronize(device)
         return {"clock": "disabled"}
     call_seconds = seconds_per_call(fn, device)
@@ -234,7 +234,7 @@ def time_rounds(
         profile_calls(benchmark, round_fn, device, calls=1)
         return
     if benchmark.disabled:
-        round_fn()
+        benchmark.pedantic(round_fn)
         return
     _pytest_benchmark.set_timer(benchmark, scaled_perf_counter(1.0 / calls))
     benchmark.pedantic(round_fn, rounds=rounds, iterations=1, warmup_rounds=0)
