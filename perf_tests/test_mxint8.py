@@ -28,6 +28,7 @@ from kernels.mxint8 import (
     dequantize_reference,
     relative_error,
     triton_available_for,
+    tuned_config,
 )
 from perf_tests.models import BERT_BASE, BERT_SMALL, EncoderClassifier, quantize_linears
 from perfgate.timing import (
@@ -206,6 +207,8 @@ def test_linear(
     record_rates(benchmark, flops=2 * batch * out_features * in_features)
     if implementation == "mxint8_fused":
         benchmark.extra_info.update(fused_bounds(dense, x, copy_roofline))
+        config = tuned_config(batch, out_features, in_features, 32, dense.bias is not None)
+        benchmark.extra_info["kernel_config"] = str(config)  # which config ran, for triage
 
 
 def make_linear(dense: nn.Linear, implementation: str, dtype: torch.dtype) -> nn.Module:
