@@ -30,6 +30,7 @@ from kernels.mxint8 import (
     triton_available_for,
     tuned_config,
 )
+from kernels.mxint8.tuning import chosen_path
 from perf_tests.models import BERT_BASE, BERT_SMALL, EncoderClassifier, quantize_linears
 from perfgate.timing import (
     graph_seconds_per_call,
@@ -207,8 +208,11 @@ def test_linear(
     record_rates(benchmark, flops=2 * batch * out_features * in_features)
     if implementation == "mxint8_fused":
         benchmark.extra_info.update(fused_bounds(dense, x, copy_roofline))
-        config = tuned_config(batch, out_features, in_features, 32, dense.bias is not None)
-        benchmark.extra_info["kernel_config"] = str(config)  # which config ran, for triage
+        problem = (batch, out_features, in_features, 32, dense.bias is not None)
+        # the kernel the run-time choices picked: the gate compares like with like (code_path)
+        benchmark.extra_info["code_path"] = (
+            f"{chosen_path(*problem, device)} {tuned_config(*problem)}"
+        )
 
 
 def make_linear(dense: nn.Linear, implementation: str, dtype: torch.dtype) -> nn.Module:

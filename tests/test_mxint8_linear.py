@@ -548,3 +548,12 @@ def test_all_pairs_weight_holds_every_pair():
         per_value = scales.repeat_interleave(32, dim=1)
         pairs = torch.unique(mantissa.int() * 256 + per_value.int())
         assert pairs.numel() == 256 * (high - low + 1)
+
+
+def test_fused_or_dequantize_once_is_decided_by_batch_not_by_timing():
+    from kernels.mxint8.tuning import DEQUANTIZE_ONCE_MIN_BATCH, chosen_path
+
+    big, small = DEQUANTIZE_ONCE_MIN_BATCH, DEQUANTIZE_ONCE_MIN_BATCH // 2
+    assert chosen_path(big, 4096, 4096, 32, True, "cuda") == "dequantize_once"
+    assert chosen_path(small, 14336, 4096, 32, True, "cuda") == "fused"
+    assert chosen_path(big, 4096, 4096, 32, True, "cpu") == "fused"

@@ -114,6 +114,19 @@ def test_host_bound_cases_are_reported_not_gated():
     assert result.comparison.ratio == pytest.approx(2.9 / 1.46)
 
 
+def test_a_case_whose_run_time_choice_ran_other_code_is_not_gated():
+    name = "test_linear[cuda-14336x4096-1-mxint8_fused-bf16]"
+    before = single(name, rounds_at(29.7e-6, 0), extra={"code_path": "fused config A"})
+    after = single(name, rounds_at(33.9e-6, 1), extra={"code_path": "fused config B"})
+    result = one(before, after)
+    assert result.verdict is Verdict.NOT_GATED
+    assert "baseline fused config A, now fused config B" in result.message
+    same = single(name, rounds_at(33.9e-6, 1), extra={"code_path": "fused config A"})
+    assert one(before, same).verdict is not Verdict.NOT_GATED  # same code: gated as usual
+    unknown = single(name, rounds_at(33.9e-6, 1))  # a baseline saved before code_path existed
+    assert one(unknown, after).verdict is not Verdict.NOT_GATED
+
+
 def test_too_few_rounds_are_not_gated_whatever_the_change():
     few = MIN_ROUNDS - 1
     result = one(single("t", rounds(1, n=few)), single("t", rounds(2, 3.0, n=30)))

@@ -9,10 +9,7 @@ H100 machine, several times the kernel's own 10-40 us.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import json
-from pathlib import Path
 
 import torch
 import triton
@@ -22,7 +19,6 @@ from kernels.mxint8.format import interpreting
 from kernels.mxint8.linear_kernel import mxint8_linear_kernel
 from kernels.mxint8.linear_launch import (
     LinearConfig,
-    dequantize_then_matmul,
     kernel_arguments,
     kernel_operands,
     launch,
@@ -44,10 +40,10 @@ _TILES_LARGE = [
     (128, 128, 128, 8, 3),
 ]
 _PROGRAMS_PER_SM = 2  # enough tiles in flight to keep HBM busy while the weight streams
-# From this batch size the launcher times the fused kernel against dequantize-once-then-cuBLAS
-# on first use of a shape and keeps the faster: once the batch is large, the dequantization the
-# fused kernel repeats for every row tile costs more than one pass over the weight. Measured on
-# the H100 (docs/NOTES.md): the fused kernel wins up to batch 128 and loses from 256.
+# From this batch size the launcher dequantizes the weight once and calls cuBLAS: once the batch
+# is large, the dequantization the fused kernel repeats for every row tile costs more than one
+# pass over the weight. Measured on the H100 (docs/NOTES.md): the fused kernel wins up to batch
+# 128 and loses from 256 on both matrix shapes (4096x4096: 43.9 vs 36.7 us at 256).
 DEQUANTIZE_ONCE_MIN_BATCH = 256
 
 
@@ -145,35 +141,6 @@ AUTOTUNED_KERNEL = triton.autotune(
     )(mxint8_linear_kernel)
 )  # fmt: skip
 
-# Configs measured once per GPU model and committed (``tools/mxint8_tune.py`` writes the file):
-# a problem in the table runs the same config in every process. Left to a short autotuning run,
-# the choice differed between processes, and with it the time and the split-K workspace: on the
-# H100 one 14336x4096 batch-1 case took 29.7 us in one process and 33.9 us in the next.
-PINNED_CONFIGS = Path(__file__).with_name("pinned_configs.json")
-
-
-@functools.cache
-def _pinned_table() -> dict:
-    return json.loads(PINNED_CONFIGS.read_text()) if PINNED_CONFIGS.is_file() else {}
-
-
-def pinned_key(m: int, n: int, k: int, group_size: int, has_bias: bool, device) -> str:
-    """'<GPU name>|<batch bucket>|N|K|group|bias', the table's key for a problem."""
-    device = torch.device(device)
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
-    return f"{name}|{m_bucket(m)}|{n}|{k}|{group_size}|{int(has_bias)}"
-
-
-def pinned_config(m: int, n: int, k: int, group_size: int, has_bias: bool, device):
-    """The committed config of this problem on this GPU model, or None."""
-    entry = _pinned_table().get(pinned_key(m, n, k, group_size, has_bias, device))
-    return None if entry is None else LinearConfig(**entry["config"])
-
-
-def config_json(config: LinearConfig) -> dict:
-    return dataclasses.asdict(config)
-
-
 # What the autotuner chose, read from its public ``best_config`` after each tuning run:
 # (batch bucket, N, K, group size, has bias, device) -> config.
 _tuned: dict[tuple, LinearConfig] = {}
@@ -218,37 +185,23 @@ def run_tuned(x2d, mantissa, scales, bias, out, group_size: int) -> None:
     key = _problem_key(m, mantissa.shape[0], k, group_size, bias is not None, out.device)
     config = _tuned.get(key)
     if config is None:
-        config = pinned_config(m, mantissa.shape[0], k, group_size, bias is not None, out.device)
-    if config is None:
         _tuned[key] = _autotune(x2d, mantissa, scales, bias, out, group_size)
     else:
-        _tuned[key] = config
         launch(x2d, mantissa, scales, bias, out, group_size, config)
 
 
 # --- Fused kernel or dequantize-once ------------------------------------------------------------
-_paths: dict[tuple, str] = {}  # problem key -> "fused" or "dequantize_once"
-
-
-def chosen_path(m: int, n: int, k: int, group_size: int, has_bias: bool, device) -> str | None:
-    """'fused' or 'dequantize_once' where ``choose_path`` has timed this problem, else None."""
-    return _paths.get(_problem_key(m, n, k, group_size, has_bias, device))
+def chosen_path(m: int, n: int, k: int, group_size: int, has_bias: bool, device) -> str:
+    """'fused' or 'dequantize_once' for this problem: by batch size on CUDA (the crossover
+    measured on the H100, DEQUANTIZE_ONCE_MIN_BATCH), 'fused' elsewhere."""
+    if torch.device(device).type == "cuda" and m >= DEQUANTIZE_ONCE_MIN_BATCH:
+        return "dequantize_once"
+    return "fused"
 
 
 def choose_path(x2d, mantissa, scales, bias, group_size: int) -> str:
-    """How to run this problem, 'fused' or 'dequantize_once': timed on its first call from
-    DEQUANTIZE_ONCE_MIN_BATCH rows on CUDA, 'fused' below that and elsewhere."""
+    """How to run this problem, 'fused' or 'dequantize_once'. Decided by the batch size, not
+    timed per process: a timed choice flipped between processes near the crossover, and with it
+    a case's time (seen on the H100 at batch 512: 45.8 us in one process, 61.6 us in the next)."""
     m, k = x2d.shape
-    if m < DEQUANTIZE_ONCE_MIN_BATCH or x2d.device.type != "cuda":
-        return "fused"
-    n = mantissa.shape[0]
-    key = _problem_key(m, n, k, group_size, bias is not None, x2d.device)
-    if key not in _paths:
-        out = torch.empty((m, n), dtype=x2d.dtype, device=x2d.device)
-        operands = (x2d, mantissa, scales, bias)
-        fused = lambda: run_tuned(*operands, out, group_size)  # noqa: E731
-        once = lambda: dequantize_then_matmul(*operands, group_size)  # noqa: E731
-        fused_ms = triton.testing.do_bench(fused, return_mode="median")
-        once_ms = triton.testing.do_bench(once, return_mode="median")
-        _paths[key] = "dequantize_once" if once_ms < fused_ms else "fused"
-    return _paths[key]
+    return chosen_path(m, mantissa.shape[0], k, group_size, bias is not None, x2d.device)

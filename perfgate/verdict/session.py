@@ -172,6 +172,12 @@ def _not_gated(before: Benchmark, now: Benchmark, untrusted: str | None) -> str 
         return f"not gated: {untrusted}"
     if before.extra_info.get("host_bound") or now.extra_info.get("host_bound"):
         return f"not gated: {HOST_BOUND}"
+    paths = before.extra_info.get("code_path"), now.extra_info.get("code_path")
+    if None not in paths and paths[0] != paths[1]:
+        return (
+            f"not gated: a run-time choice (autotuning, dispatch) ran other code: baseline "
+            f"{paths[0]}, now {paths[1]}"
+        )
     for side, benchmark in (("baseline", before), ("current run", now)):
         if not benchmark.samples:
             return f"not gated: the {side} has no per-round data (save runs with perfgate)"
