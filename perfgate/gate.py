@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from numbers import Integral, Real
 
+from perfgate.counters import DEFAULT_TOLERANCE, counter_findings, function_diff
 from perfgate.stats import Comparison, Samples, as_samples, compare_samples
 
 DEFAULT_TIME_THRESHOLD = 0.10  # slower by more than 10 % of the baseline median
@@ -184,6 +185,8 @@ class BenchmarkPair:
     # A baseline set's fastest run: an improvement must beat it (``baseline`` is the slowest)
     fastest_baseline: Samples | None = None
     baseline_spread: float | None = None  # slowest / fastest median of the set, minus 1
+    # (baseline, current) extra_info of an instruction-count case: gated on its exact counts
+    counters: tuple[dict, dict] | None = None
 
 
 @dataclass(frozen=True)
@@ -197,6 +200,7 @@ class GateResult:
     confirmation: Comparison | None = None
     family: str | None = None
     threshold: float | None = None
+    details: tuple[str, ...] = ()  # lines shown under the row, e.g. a function-level diff
 
 
 def _failures(
@@ -250,6 +254,8 @@ def _verdict(pair: BenchmarkPair, thresholds: Thresholds, run_untrusted: str | N
     row = dict(name=pair.name, comparison=first, family=pair.family, threshold=threshold)
     if reason := pair.untrusted or run_untrusted:
         return GateResult(verdict=Verdict.UNTRUSTED, message=f"not gated: {reason}", **row)
+    if pair.counters is not None:
+        return _counter_verdict(pair, row)
     confirmed, unconfirmed, second = _failures(pair, first, threshold, thresholds)
     if confirmed or unconfirmed:
         verdict = Verdict.REGRESSION if confirmed else Verdict.UNCONFIRMED
@@ -261,6 +267,23 @@ def _verdict(pair: BenchmarkPair, thresholds: Thresholds, run_untrusted: str | N
     if message := TimeImprovement(threshold, thresholds.alpha).fails(best):
         return GateResult(verdict=Verdict.IMPROVEMENT, message=message, **row)
     return GateResult(verdict=Verdict.UNCHANGED, message=first.describe(), **row)
+
+
+def _counter_verdict(pair: BenchmarkPair, row: dict) -> GateResult:
+    """Counts are deterministic: no re-run and no statistics, the rules decide at once."""
+    tolerance = DEFAULT_TOLERANCE if pair.threshold is None else pair.threshold
+    row = {**row, "threshold": tolerance}
+    regressions, improvements = counter_findings(*pair.counters, tolerance)
+    if regressions:
+        diff = tuple(function_diff(*pair.counters))
+        return GateResult(
+            verdict=Verdict.REGRESSION, message="; ".join(regressions), details=diff, **row
+        )
+    if improvements:
+        return GateResult(verdict=Verdict.IMPROVEMENT, message="; ".join(improvements), **row)
+    before, now = (side["instructions"] for side in pair.counters)
+    message = f"instructions per call {now:,} vs baseline {before:,} ({now / before - 1:+.2%})"
+    return GateResult(verdict=Verdict.UNCHANGED, message=message, **row)
 
 
 def gate_results(

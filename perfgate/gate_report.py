@@ -63,7 +63,9 @@ def terminal_lines(results: list[GateResult], environment: list, baseline_path: 
         rows = [r for r in results if r.verdict is verdict and not _not_run(r)]
         if rows:
             lines.append(f"{HEADINGS[verdict]}:")
-            lines += ["  " + " | ".join(_row(r)) for r in rows]
+            for r in rows:
+                lines.append("  " + " | ".join(_row(r)))
+                lines += ["      " + detail for detail in r.details]
     not_run = sum(_not_run(r) for r in results)
     if not_run:
         lines.append(
@@ -89,6 +91,8 @@ def markdown(results: list[GateResult], environment: list, baseline_path: str) -
         parts += ["", f"## {HEADINGS[verdict]}", "", "| " + " | ".join(COLUMNS) + " |"]
         parts.append("|" + " --- |" * len(COLUMNS))
         parts += ["| " + " | ".join(_escape(cell) for cell in _row(r)) + " |" for r in rows]
+    for r in (r for r in results if r.details):
+        parts += ["", f"### {r.name}", "", "```", *r.details, "```"]
     not_run = [r.name for r in results if _not_run(r)]
     if not_run:
         parts += ["", f"<details><summary>{len(not_run)} baseline benchmarks not run</summary>", ""]

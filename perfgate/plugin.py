@@ -8,7 +8,7 @@ import itertools
 import pytest
 import torch
 
-from perfgate import baselines, gate_session, hardware, host_memory, timing
+from perfgate import baselines, gate_session, hardware, host_memory, instructions_plugin, timing
 from perfgate.timing import Budget, copy_bandwidth_gbps
 
 TIERS = {
@@ -54,6 +54,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     baselines.add_options(group)
     gate_session.add_options(group)
+    instructions_plugin.add_options(group)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-benchmark reads its storage and compare options
@@ -61,7 +62,9 @@ def pytest_configure(config: pytest.Config) -> None:
     use_cuda = "cuda" in selected_devices(config) and torch.cuda.is_available()
     if config.getoption("--perf-gate") and not config.getoption("benchmark_compare", None):
         config.option.benchmark_compare = True
-    baselines.configure_storage(config, hardware.hardware_key(use_cuda))
+    instructions_plugin.configure(config)
+    key = instructions_plugin.storage_key(config) or hardware.hardware_key(use_cuda)
+    baselines.configure_storage(config, key)
     if config.getoption("--perf-gate"):
         config.pluginmanager.register(gate_session.GateSession(config), "perfgate-gate")
     if config.getoption("--perf-profile"):
@@ -145,7 +148,7 @@ def copy_roofline():
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
     use_cuda = "cuda" in selected_devices(config) and torch.cuda.is_available()
     machine_info["perfgate"] = {
-        "hardware_key": hardware.hardware_key(use_cuda),
+        "hardware_key": instructions_plugin.storage_key(config) or hardware.hardware_key(use_cuda),
         "software": hardware.software_versions(),
         "gpu_health": hardware.gpu_health() if use_cuda else {"available": False},
         "tier": config.getoption("--perf-tier"),

@@ -16,6 +16,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from perfgate.counters import is_instructions
 from perfgate.gate import BenchmarkPair, GateResult, RatioPair, Thresholds, Verdict, gate_results
 from perfgate.stats import median
 
@@ -211,6 +212,8 @@ def pairs_for(
             peak = _peak_bytes(before, now)
         again = confirmation.get(name)
         host_bound = any(m is not None and m.extra_info.get("host_bound") for m in (before, now))
+        counted = before is not None and now is not None
+        counted = counted and is_instructions(before.extra_info) and is_instructions(now.extra_info)
         pairs.append(
             BenchmarkPair(
                 name=name,
@@ -224,6 +227,7 @@ def pairs_for(
                 untrusted=HOST_BOUND_REASON if host_bound else None,
                 fastest_baseline=fastest[name].samples if name in fastest else None,
                 baseline_spread=_spread(before, fastest.get(name)),
+                counters=(before.extra_info, now.extra_info) if counted else None,
             )
         )
     return pairs
