@@ -8,13 +8,12 @@ repeat and ``repeats`` counted repeats of ``calls`` calls, each dumped to its ow
 counters (ATen operators, Python calls, Dynamo graphs). The parent then reads every dump with
 ``callgrind_annotate``.
 
-``PERFGATE_INJECT_INSTRUCTIONS=0.01`` (gate validation only) adds to every call a ``zlib.crc32``
-over a buffer sized to that fraction of the case's own count, measured in the same process.
+``PERFGATE_INJECT_INSTRUCTIONS`` (gate validation, ``perfgate/callgrind_inject.py``) adds a
+known share of instructions to every call.
 """
 
 from __future__ import annotations
 
-import functools
 import gc
 import importlib
 import json
@@ -26,14 +25,14 @@ import subprocess
 import sys
 import tempfile
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfgate.callgrind_inject import crc32_cost, inject_fraction, injection
+
 TOOLS = ("valgrind", "callgrind_annotate", "callgrind_control")
-INJECT_VARIABLE = "PERFGATE_INJECT_INSTRUCTIONS"
-TOP_FUNCTIONS = 40  # functions kept per case for the diff, by self instructions per call
+TOP_FUNCTIONS = 100  # functions kept per case for the diff, by self instructions per call
 NAME_LENGTH = 160  # function names are cut here (C++ template names run to kilobytes)
 
 
@@ -55,18 +54,6 @@ class CallgrindError(Exception):
 def missing_tools() -> list[str]:
     """The valgrind programs this machine lacks (empty when all are installed)."""
     return [tool for tool in TOOLS if shutil.which(tool) is None]
-
-
-def inject_fraction() -> float:
-    """The fraction of instructions to inject (0 when the variable is unset)."""
-    text = os.environ.get(INJECT_VARIABLE, "")
-    try:
-        value = float(text or 0)
-    except ValueError:
-        raise CallgrindError(f"{INJECT_VARIABLE}={text!r}: expected a fraction (0.01)") from None
-    if not 0 <= value < 1:
-        raise CallgrindError(f"{INJECT_VARIABLE}={text!r}: expected a fraction in [0, 1)")
-    return value
 
 
 # --- the parent: start valgrind, read the dumps ------------------------------------------------
@@ -138,6 +125,7 @@ def _summarize(raw: dict, scratch: str) -> dict:
         "top_functions": [[name, round(count / calls)] for name, count in top],
         "counters": raw["counters"],
         "injected_instructions": raw.get("injected_instructions", 0),
+        "uninjected_per_call": raw.get("uninjected_per_call", []),
     }
 
 
@@ -229,23 +217,7 @@ def _loop(fn: Callable[[], object], calls: int, extra: Callable[[], object] | No
     return plain if extra is None else injected
 
 
-def _crc32_cost(dumps: _Dumps) -> tuple[float, float]:
-    """(fixed, per byte) instructions of one ``zlib.crc32`` call through a partial."""
-    sizes, costs = (4096, 65536), []
-    for size in sizes:
-        call = functools.partial(zlib.crc32, bytes(size))
-        costs.append(dumps.per_call(dumps.count(_loop(call, 20, None)), 20))
-    per_byte = (costs[1] - costs[0]) / (sizes[1] - sizes[0])
-    return costs[0] - per_byte * sizes[0], per_byte
-
-
-def _injection(fixed_and_per_byte, target: float) -> tuple[Callable[[], object], int]:
-    fixed, per_byte = fixed_and_per_byte
-    size = max(1, round((target - fixed) / per_byte))
-    return functools.partial(zlib.crc32, bytes(size)), round(fixed + per_byte * size)
-
-
-def measure_case(case: HostCase, repeats: int, dumps: _Dumps, inject: float, crc32_cost) -> dict:
+def measure_case(case: HostCase, repeats: int, dumps: _Dumps, inject: float, cost) -> dict:
     """Build, warm up and count one case (instrumentation must be off on entry and on exit)."""
     import torch
 
@@ -261,10 +233,10 @@ def measure_case(case: HostCase, repeats: int, dumps: _Dumps, inject: float, crc
     # switch (a wrapped, huge count), and the new code's translations are made here: discarded.
     dumps.count(_loop(fn, case.calls, None))
     numbers = [dumps.count(_loop(fn, case.calls, None)) for _ in range(repeats)]
-    extra, injected = None, 0
+    extra, injected, uninjected = None, 0, []
     if inject:
-        own = statistics.median(dumps.per_call(n, case.calls) for n in numbers)
-        extra, injected = _injection(crc32_cost, inject * own)
+        uninjected = [dumps.per_call(n, case.calls) for n in numbers]
+        extra, injected = injection(cost, inject * statistics.median(uninjected))
         numbers = [dumps.count(_loop(fn, case.calls, extra)) for _ in range(repeats)]
     set_instrumentation(False)
     counters = exact_counters(fn, extra, case.calls, graphs_after_first_call, case.count_aten_ops)
@@ -273,6 +245,7 @@ def measure_case(case: HostCase, repeats: int, dumps: _Dumps, inject: float, crc
         "calls": case.calls,
         "counters": counters,
         "injected_instructions": injected,
+        "uninjected_per_call": uninjected,
     }
 
 
@@ -284,16 +257,17 @@ def main(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     torch.set_num_threads(1)
     cases = importlib.import_module(spec["module"]).HOST_CASES
-    dumps, inject, crc32_cost = _Dumps(spec["out"]), inject_fraction(), None
+    dumps, inject, cost = _Dumps(spec["out"]), inject_fraction(), None
     if inject:
         set_instrumentation(True)
-        crc32_cost = _crc32_cost(dumps)
+        dumps.count(lambda: None)  # the dump after the switch is not a count (measure_case)
+        cost = crc32_cost(lambda call: dumps.per_call(dumps.count(_loop(call, 20, None)), 20))
         set_instrumentation(False)
     results = {}
     with torch.inference_mode():
         for name in spec["cases"]:
             start = time.perf_counter()
-            results[name] = measure_case(cases[name], spec["repeats"], dumps, inject, crc32_cost)
+            results[name] = measure_case(cases[name], spec["repeats"], dumps, inject, cost)
             print(f"perfgate callgrind: {name} in {time.perf_counter() - start:.0f} s", flush=True)
     Path(spec["out"], "results.json").write_text(json.dumps(results))
     return 0

@@ -47,8 +47,9 @@ def record_instructions(benchmark, result: dict) -> None:
         counters=result["counters"],
         top_functions=result["top_functions"],
     )
-    if result.get("injected_instructions"):
+    if result.get("injected_instructions"):  # gate validation: the same case before injection
         benchmark.extra_info["injected_instructions"] = result["injected_instructions"]
+        benchmark.extra_info["uninjected_per_call"] = result["uninjected_per_call"]
 
 
 def is_instructions(extra_info: dict) -> bool:

@@ -10,6 +10,7 @@ import pytest
 
 from perfgate import timing
 from perfgate.baselines import baseline_set, load_run
+from perfgate.counters import is_instructions
 from perfgate.gate import Thresholds, Verdict
 from perfgate.gate_report import environment_difference, markdown, terminal_lines
 from perfgate.run_gate import (
@@ -142,8 +143,10 @@ class GateSession:
             confirmation = measured_from_session(self.rerun(session, names))
             results = run_gate(baselines, current, inputs, confirmation)
         regressed = {r.name for r in results if r.verdict is Verdict.REGRESSION}
-        if regressed:
-            self.profile(session, regressed)
+        # counted cases carry their function diff already; a timed profile would re-count them
+        timed = {name for name in regressed if not is_instructions(current[name].extra_info)}
+        if timed:
+            self.profile(session, timed)
         changes = environment_difference(baseline_run.get("machine_info", {}), current_info)
         label = describe_baseline(members)
         self.lines = terminal_lines(results, changes, label)

@@ -5,6 +5,7 @@ under their own key (``counters.hardware_key``). Without the option those cases 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from perfgate import callgrind, counters
 
-DEFAULT_REPEATS = 5
+DEFAULT_REPEATS = 3
 INSTALL_HINT = "install it with `apt-get install valgrind` (Debian, Ubuntu)"
 
 
@@ -85,12 +86,12 @@ def instruction_counts(request: pytest.FixtureRequest) -> dict[str, dict]:
     for item in items:
         by_module.setdefault(item.module.__name__, []).append(item.callspec.params["case"])
     results: dict[str, dict] = {}
-    log = Path("perfgate-results") / "callgrind.log"
+    log = Path("perfgate-results") / f"callgrind-{os.getpid()}.log"  # one per session
     repeats = config.getoption("--perf-callgrind-repeats")
     for module, cases in by_module.items():
         try:
             callgrind.inject_fraction()  # a bad value fails here, before valgrind starts
             results.update(callgrind.measure(module, cases, repeats, config.rootpath, log))
-        except callgrind.CallgrindError as error:
+        except (callgrind.CallgrindError, ValueError) as error:
             pytest.fail(str(error), pytrace=False)
     return results

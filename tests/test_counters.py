@@ -11,7 +11,7 @@ import subprocess
 import pytest
 import torch
 
-from perfgate import callgrind, counters
+from perfgate import callgrind, callgrind_inject, counters
 from perfgate.exact_counters import aten_operators, per_call, python_calls
 from perfgate.gate import BenchmarkPair, Verdict, gate_results
 
@@ -154,9 +154,9 @@ def test_short_names_drop_build_paths_but_keep_the_library():
 
 @pytest.mark.parametrize("value", ["one", "1.5", "-0.1"])
 def test_a_bad_injection_fraction_says_what_is_expected(monkeypatch, value):
-    monkeypatch.setenv(callgrind.INJECT_VARIABLE, value)
-    with pytest.raises(callgrind.CallgrindError, match="expected a fraction"):
-        callgrind.inject_fraction()
+    monkeypatch.setenv(callgrind_inject.INJECT_VARIABLE, value)
+    with pytest.raises(ValueError, match="expected a fraction"):
+        callgrind_inject.inject_fraction()
 
 
 requires_valgrind = pytest.mark.skipif(
