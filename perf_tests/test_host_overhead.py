@@ -21,7 +21,10 @@ from perf_tests.test_sdpa import naive_attention
 from perfgate.callgrind import HostCase
 from perfgate.counters import record_instructions
 
-pytestmark = [pytest.mark.perfgate(family="host"), pytest.mark.instructions]
+# Tolerance 0.5 %, tighter than the gate's 1 %: the repeats of one process agree to 0.06 % and
+# separate processes to 0.35 % (docs/gate-validation/instructions.md), so 1 % added host work
+# always fails, where a 1 % tolerance would pass it about half of the time.
+pytestmark = [pytest.mark.perfgate(family="host", threshold=0.005), pytest.mark.instructions]
 
 IMAGE = (1, 3, 32, 32)  # batch 1, a CIFAR-sized image: ResNet-18's layer 4 sees 1x1
 LINEAR = (256, 256)  # out x in features of the MXINT8 layer, batch 1

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.callgrind_inject import crc32_cost, inject_fraction, injection
+from perfgate.counters import stable_name
 
 TOOLS = ("valgrind", "callgrind_annotate", "callgrind_control")
 TOP_FUNCTIONS = 100  # functions kept per case for the diff, by self instructions per call
@@ -162,7 +163,7 @@ def short_name(function: str) -> str:
     function = re.sub(r"\s\[(?:[^\]]*/)?([^\]/]+)\]$", r" [\1]", function)
     function = re.sub(r"^.*/(Python|Objects|Modules|Include)/", r"\1/", function)
     function = re.sub(r"^\./[^:]*/", "", function)  # glibc's ./malloc/./malloc/malloc.c
-    return function[:NAME_LENGTH]
+    return stable_name(function[:NAME_LENGTH])
 
 
 # --- the script inside valgrind ----------------------------------------------------------------
@@ -236,7 +237,11 @@ def measure_case(case: HostCase, repeats: int, dumps: _Dumps, inject: float, cos
     extra, injected, uninjected = None, 0, []
     if inject:
         uninjected = [dumps.per_call(n, case.calls) for n in numbers]
-        extra, injected = injection(cost, inject * statistics.median(uninjected))
+        own = statistics.median(uninjected)
+        extra, expected = injection(cost, inject * own)
+        # a call costs less after fn() in one loop than alone in its own: size it in place
+        added = dumps.per_call(dumps.count(_loop(fn, case.calls, extra)), case.calls) - own
+        extra, injected = injection((cost[0] + added - expected, cost[1]), inject * own)
         numbers = [dumps.count(_loop(fn, case.calls, extra)) for _ in range(repeats)]
     set_instrumentation(False)
     counters = exact_counters(fn, extra, case.calls, graphs_after_first_call, case.count_aten_ops)

@@ -10,6 +10,7 @@ readable), and the exact figures in ``extra_info``: ``measure: "instructions"``,
 from __future__ import annotations
 
 import platform
+import re
 import statistics
 from numbers import Real
 
@@ -94,14 +95,29 @@ def counter_findings(
     return regressions, improvements
 
 
+def stable_name(function: str) -> str:
+    """A function's name as it reads in every process: JIT-generated code (oneDNN, MKL) has no
+    symbol, only an address that changes from run to run, and callgrind's recursion suffix
+    (``_PyEval_EvalFrameDefault'2``) changes with the call depth a wrapper adds."""
+    if re.match(r"^\?\?\?:0x[0-9a-f]+ \[\?\?\?\]$", function):
+        return "???:<JIT-generated code> [???]"
+    return re.sub(r"'\d+(?= \[|$)", "", function)
+
+
+def _stable_counts(extra_info: dict) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for name, count in extra_info.get("top_functions") or []:
+        counts[stable_name(name)] = counts.get(stable_name(name), 0) + count
+    return counts
+
+
 def function_diff(baseline_extra: dict, current_extra: dict, top: int = DIFF_ROWS) -> list[str]:
     """The ``top`` functions whose self instructions per call changed most, baseline vs now.
 
     Each side stores only its largest functions; one missing on a side counts as 0 there and
     is shown as "not in top" (its true count is at most that side's smallest stored one).
     """
-    before = {name: count for name, count in baseline_extra.get("top_functions") or []}
-    now = {name: count for name, count in current_extra.get("top_functions") or []}
+    before, now = _stable_counts(baseline_extra), _stable_counts(current_extra)
     deltas = {name: now.get(name, 0) - before.get(name, 0) for name in set(before) | set(now)}
     changed = sorted((d for d in deltas.items() if d[1]), key=lambda d: (-abs(d[1]), d[0]))
 
