@@ -82,6 +82,13 @@ def test_function_diff_lists_the_largest_changes_first():
     assert len(lines) == 3 and lines[0].startswith("top 2 functions")
 
 
+def test_function_diff_matches_names_that_change_between_processes():
+    before = [("???:0x0000000039710000 [???]", 400), ("ceval.c:_PyEval_EvalFrameDefault [lib]", 70)]
+    now = [("???:0x000000003d6b7000 [???]", 400), ("ceval.c:_PyEval_EvalFrameDefault'2 [lib]", 90)]
+    lines = counters.function_diff(case(1, before), case(1, now))
+    assert lines[1:] == ["+20 ceval.c:_PyEval_EvalFrameDefault [lib] (baseline 70 -> now 90)"]
+
+
 def test_function_diff_without_changes_says_so():
     assert counters.function_diff(case(1, FUNCTIONS), case(1, FUNCTIONS)) == [
         "no change in the stored per-function counts"
