@@ -10,7 +10,15 @@ import warnings
 import pytest
 import torch
 
-from perfgate import _pytest_benchmark, baseline_session, gate, host_memory, machine, timing
+from perfgate import (
+    _pytest_benchmark,
+    baseline_session,
+    gate,
+    host_memory,
+    instructions_plugin,
+    machine,
+    timing,
+)
 from perfgate.baseline_session import GATE_NOT_RUN, GateCannotRun, Saver
 from perfgate.declarations import MARKER_HELP, declarations, uses_benchmark
 from perfgate.timing import Budget, copy_bandwidth_gbps
@@ -61,6 +69,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     baseline_session.add_options(group)
     gate.add_options(group)
+    instructions_plugin.add_options(group)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-benchmark reads its storage and compare options
@@ -92,7 +101,8 @@ def _configure_store_and_gate(config: pytest.Config) -> None:
             "run the gate without -n"
         )
     thresholds = gate.thresholds_from(config) if use_gate else None  # usage errors first
-    key = machine.hardware_key("cuda" in devices and torch.cuda.is_available())
+    instructions_plugin.configure(config)
+    key = storage_key(config)
     choice = baseline_session.choose(config, key, use_gate)
     saver = config.stash[SAVER] = Saver(config, choice, key)
     if use_gate:
@@ -138,6 +148,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     wanted = "cpu" in selected_devices(config) and config.getoption("--perf-malloc") == "retain"
     if wanted and any(uses_benchmark(item) for item in items):
         config.stash[HOST_MALLOC] = host_memory.retain_freed_memory()
+
+
+def storage_key(config: pytest.Config) -> str:
+    """The baseline folder's key: the hardware, or for instruction counts their own key."""
+    use_cuda = "cuda" in selected_devices(config) and torch.cuda.is_available()
+    return instructions_plugin.storage_key(config) or machine.hardware_key(use_cuda)
 
 
 def selected_devices(config: pytest.Config) -> list[str]:
@@ -209,7 +225,7 @@ def copy_roofline():
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
     use_cuda = "cuda" in selected_devices(config) and torch.cuda.is_available()
     machine_info["perfgate"] = {
-        "hardware_key": machine.hardware_key(use_cuda),
+        "hardware_key": storage_key(config),
         "software": machine.software_versions(),
         "gpu_health": machine.gpu_health() if use_cuda else {"available": False},
         "tier": config.getoption("--perf-tier"),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from perfgate.benchmark import Benchmark, Run
+from perfgate.counters import DEFAULT_TOLERANCE, counter_findings, function_diff, is_instructions
 from perfgate.stats import MIN_ROUNDS, Comparison, compare_samples
 from perfgate.verdict.pairing import (
     declarations_of,
@@ -62,6 +63,7 @@ class GateResult:
     comparison: Comparison | None = None
     family: str | None = None
     threshold: float | None = None
+    details: tuple[str, ...] = ()  # lines shown under the row, e.g. a function-level diff
 
 
 # MEASURE.md: when the host enqueues no faster than the GPU runs, per-call time follows host
@@ -148,6 +150,8 @@ def _judge_one(
     test = now.test
     threshold = threshold_for(test, family, declared.get("threshold"), context.thresholds)
     row = dict(name=name, family=family, threshold=threshold)
+    if is_instructions(before.extra_info) and is_instructions(now.extra_info):
+        return _judge_counts(before, now, declared.get("threshold"), row)
     if reason := _not_gated(before, now, context.untrusted):
         comparison = _comparison(before, now)
         return GateResult(verdict=Verdict.NOT_GATED, message=reason, comparison=comparison, **row)
@@ -165,6 +169,22 @@ def _judge_one(
             message += " (against the baseline set's fastest run)"
         return GateResult(verdict=Verdict.IMPROVEMENT, message=message, comparison=best, **row)
     return GateResult(verdict=Verdict.UNCHANGED, message=first.describe(), comparison=first, **row)
+
+
+def _judge_counts(before: Benchmark, now: Benchmark, marker: float | None, row: dict):
+    """Instruction counts and exact counters are deterministic: no re-run, no statistics."""
+    tolerance = DEFAULT_TOLERANCE if marker is None else marker
+    row = {**row, "threshold": tolerance}
+    regressions, improvements = counter_findings(before.extra_info, now.extra_info, tolerance)
+    if regressions:
+        diff = tuple(function_diff(before.extra_info, now.extra_info))
+        message = "; ".join(regressions)
+        return GateResult(verdict=Verdict.REGRESSION, message=message, details=diff, **row)
+    if improvements:
+        return GateResult(verdict=Verdict.IMPROVEMENT, message="; ".join(improvements), **row)
+    old, new = before.extra_info["instructions"], now.extra_info["instructions"]
+    message = f"instructions per call {new:,} vs baseline {old:,} ({new / old - 1:+.2%})"
+    return GateResult(verdict=Verdict.UNCHANGED, message=message, **row)
 
 
 def _not_gated(before: Benchmark, now: Benchmark, untrusted: str | None) -> str | None:

@@ -65,7 +65,9 @@ def terminal_lines(results: list[GateResult], changes: list, baseline: str) -> l
         rows = [r for r in results if r.verdict is verdict]
         if rows:
             lines.append(f"{HEADINGS[verdict]}:")
-            lines += ["  " + " | ".join(cells(r)) for r in rows]
+            for r in rows:
+                lines.append("  " + " | ".join(cells(r)))
+                lines += ["      " + detail for detail in r.details]
     not_run = sum(r.verdict is Verdict.NOT_RUN for r in results)
     if not_run:
         lines.append(
@@ -91,6 +93,8 @@ def markdown(results: list[GateResult], changes: list, baseline: str) -> str:
             parts += ["", summary, "", *table, "", "</details>"]
         else:
             parts += ["", f"## {HEADINGS[verdict]}", "", *table]
+    for r in (r for r in results if r.details):
+        parts += ["", f"### {r.name}", "", "```", *r.details, "```"]
     not_run = [r.name for r in results if r.verdict is Verdict.NOT_RUN]
     if not_run:
         parts += ["", f"<details><summary>{len(not_run)} baseline benchmarks not run</summary>", ""]

@@ -1,0 +1,132 @@
+"""Instruction counts and exact counters: where they are stored, and the verdict on them.
+
+A host-overhead case stores its counts in pytest-benchmark's JSON: per repeat, instructions per
+call as samples in units of 1e-9 (1 instruction reads as 1 ns, so pytest-benchmark's tables stay
+readable), and the exact figures in ``extra_info``: ``measure: "instructions"``,
+``instructions`` (median per call), ``instructions_spread`` (max / min - 1 over repeats),
+``counters`` (exact counts per call) and ``top_functions`` ([name, self instructions per call]).
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import statistics
+from numbers import Real
+
+SECONDS_PER_INSTRUCTION = 1e-9  # the nominal unit of the samples pytest-benchmark stores
+DEFAULT_TOLERANCE = 0.01  # instructions per call may grow by 1 % before the gate fails
+DIFF_ROWS = 10
+
+
+def hardware_key() -> str:
+    """The baseline folder of instruction counts: they depend on the instruction set PyTorch
+    dispatches to (its CPU capability), not on the CPU model or the number of cores."""
+    import torch  # here, so the gate and the command line can read counts without torch
+
+    return f"callgrind-{platform.machine()}-{torch.backends.cpu.get_cpu_capability()}"
+
+
+def record_instructions(benchmark, result: dict) -> None:
+    """Store one case's counts (``callgrind.measure``'s entry) in pytest-benchmark's fixture."""
+    from perfgate._pytest_benchmark import set_timer
+
+    per_call = result["per_call"]
+    readings = iter([r for count in per_call for r in (0.0, count * SECONDS_PER_INSTRUCTION)])
+
+    def instructions_per_call() -> float:  # the timer: each round reads 0, then its count
+        return next(readings)
+
+    set_timer(benchmark, instructions_per_call)
+    benchmark.pedantic(lambda: None, rounds=len(per_call), iterations=1, warmup_rounds=0)
+    benchmark.extra_info.update(
+        measure="instructions",
+        instructions=round(statistics.median(per_call)),
+        instructions_spread=max(per_call) / min(per_call) - 1,
+        repeats=len(per_call),
+        calls_per_repeat=result["calls"],
+        counters=result["counters"],
+        top_functions=result["top_functions"],
+    )
+    if result.get("injected_instructions"):  # gate validation: the same case before injection
+        benchmark.extra_info["injected_instructions"] = result["injected_instructions"]
+        benchmark.extra_info["uninjected_per_call"] = result["uninjected_per_call"]
+
+
+def is_instructions(extra_info: dict) -> bool:
+    return extra_info.get("measure") == "instructions"
+
+
+def _instructions(extra_info: dict, side: str) -> int:
+    value = extra_info.get("instructions")
+    if isinstance(value, bool) or not isinstance(value, Real) or value <= 0:
+        raise ValueError(f"{side} instructions must be a positive number, got {value!r}")
+    return value
+
+
+def counter_findings(
+    baseline_extra: dict, current_extra: dict, tolerance: float = DEFAULT_TOLERANCE
+) -> tuple[list[str], list[str]]:
+    """(regressions, improvements) of a case's counts against its baseline.
+
+    Instructions per call more than ``tolerance`` (a fraction) above the baseline are a
+    regression, more than ``tolerance`` below an improvement. Exact counters present on both
+    sides have no tolerance: any increase is a regression, any decrease an improvement.
+    """
+    if isinstance(tolerance, bool) or not isinstance(tolerance, Real) or not 0 <= tolerance < 1:
+        raise ValueError(f"tolerance must be a fraction in [0, 1) (0.01 = 1 %), got {tolerance!r}")
+    regressions: list[str] = []
+    improvements: list[str] = []
+    before = _instructions(baseline_extra, "baseline")
+    now = _instructions(current_extra, "current")
+    change = now / before - 1
+    described = f"instructions per call {now:,} vs baseline {before:,} ({change:+.2%}"
+    if change > tolerance:
+        regressions.append(f"{described}, tolerance {tolerance:.2%})")
+    elif change < -tolerance:
+        improvements.append(f"{described})")
+    old, new = baseline_extra.get("counters") or {}, current_extra.get("counters") or {}
+    for name in sorted(set(old) & set(new)):
+        described = f"{name} {new[name]} vs baseline {old[name]} (exact"
+        if new[name] > old[name]:
+            regressions.append(f"{described}: any increase fails)")
+        elif new[name] < old[name]:
+            improvements.append(f"{described})")
+    return regressions, improvements
+
+
+def stable_name(function: str) -> str:
+    """A function's name as it reads in every process: JIT-generated code (oneDNN, MKL) has no
+    symbol, only an address that changes from run to run, and callgrind's recursion suffix
+    (``_PyEval_EvalFrameDefault'2``) changes with the call depth a wrapper adds."""
+    if re.match(r"^\?\?\?:0x[0-9a-f]+ \[\?\?\?\]$", function):
+        return "???:<JIT-generated code> [???]"
+    return re.sub(r"'\d+(?= \[|$)", "", function)
+
+
+def _stable_counts(extra_info: dict) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for name, count in extra_info.get("top_functions") or []:
+        counts[stable_name(name)] = counts.get(stable_name(name), 0) + count
+    return counts
+
+
+def function_diff(baseline_extra: dict, current_extra: dict, top: int = DIFF_ROWS) -> list[str]:
+    """The ``top`` functions whose self instructions per call changed most, baseline vs now.
+
+    Each side stores only its largest functions; one missing on a side counts as 0 there and
+    is shown as "not in top" (its true count is at most that side's smallest stored one).
+    """
+    before, now = _stable_counts(baseline_extra), _stable_counts(current_extra)
+    deltas = {name: now.get(name, 0) - before.get(name, 0) for name in set(before) | set(now)}
+    changed = sorted((d for d in deltas.items() if d[1]), key=lambda d: (-abs(d[1]), d[0]))
+
+    def shown(counts: dict, name: str) -> str:
+        return f"{counts[name]:,}" if name in counts else "not in top"
+
+    lines = [f"top {min(top, len(changed))} functions by change in self instructions per call:"]
+    lines += [
+        f"{delta:+,} {name} (baseline {shown(before, name)} -> now {shown(now, name)})"
+        for name, delta in changed[:top]
+    ]
+    return lines if changed else ["no change in the stored per-function counts"]

@@ -1,0 +1,261 @@
+"""Instruction counts and exact counters: the verdict, the function diff, how counts are read and
+stored, and the --perf-measure option end to end (without valgrind's slow torch import)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import subprocess
+
+import pytest
+import torch
+
+from perfgate import callgrind, callgrind_inject, counters
+from perfgate.exact_counters import aten_operators, per_call, python_calls
+from perfgate.baseline_session import GATE_NOT_RUN
+from perfgate.benchmark import run_from_json
+from perfgate.verdict.session import Verdict, judge
+
+
+def case(instructions: int, functions=(), **exact) -> dict:
+    return {
+        "measure": "instructions",
+        "instructions": instructions,
+        "counters": {"aten_ops": 69, "python_calls": 471, **exact},
+        "top_functions": [list(f) for f in functions],
+    }
+
+
+FUNCTIONS = [("sgemm", 7_000_000), ("_PyEval_EvalFrameDefault", 900_000), ("malloc", 50_000)]
+
+
+@pytest.mark.parametrize("change", [0, 0.009, -0.009])
+def test_counts_within_the_tolerance_pass(change):
+    assert counters.counter_findings(case(1_000_000), case(round(1e6 * (1 + change)))) == ([], [])
+
+
+def test_more_instructions_than_the_tolerance_is_a_regression():
+    regressions, improvements = counters.counter_findings(case(1_000_000), case(1_011_000))
+    assert improvements == []
+    assert len(regressions) == 1 and "+1.10%" in regressions[0] and "1,011,000" in regressions[0]
+
+
+def test_a_tighter_tolerance_catches_a_smaller_increase():
+    assert counters.counter_findings(case(1_000_000), case(1_006_000))[0] == []
+    assert counters.counter_findings(case(1_000_000), case(1_006_000), tolerance=0.005)[0]
+
+
+def test_fewer_instructions_is_an_improvement():
+    regressions, improvements = counters.counter_findings(case(1_000_000), case(980_000))
+    assert regressions == [] and "-2.00%" in improvements[0]
+
+
+@pytest.mark.parametrize("name", ["aten_ops", "python_calls", "recompiles"])
+def test_any_increase_of_an_exact_counter_fails_and_a_decrease_improves(name):
+    base = case(1_000_000, recompiles=0)
+    more = case(1_000_000, **{name: base["counters"][name] + 1})
+    fewer = case(1_000_000, **{name: base["counters"][name] - 1})
+    assert [m.split()[0] for m in counters.counter_findings(base, more)[0]] == [name]
+    assert [m.split()[0] for m in counters.counter_findings(base, fewer)[1]] == [name]
+
+
+def test_a_counter_on_one_side_only_is_not_compared():
+    assert counters.counter_findings(case(10), case(10, graph_breaks=3)) == ([], [])
+
+
+@pytest.mark.parametrize("tolerance", [-0.01, 1.0, True, "1%"])
+def test_a_bad_tolerance_is_rejected(tolerance):
+    with pytest.raises(ValueError, match="tolerance"):
+        counters.counter_findings(case(10), case(10), tolerance)
+
+
+@pytest.mark.parametrize("value", [0, None, True, "100"])
+def test_a_bad_instruction_count_names_its_side(value):
+    with pytest.raises(ValueError, match="current instructions"):
+        counters.counter_findings(case(10), {**case(10), "instructions": value})
+
+
+def test_function_diff_lists_the_largest_changes_first():
+    now = [("sgemm", 7_000_000), ("_PyEval_EvalFrameDefault", 901_000), ("crc32_z", 80_000)]
+    lines = counters.function_diff(case(1, FUNCTIONS), case(1, now), top=2)
+    assert lines[1] == "+80,000 crc32_z (baseline not in top -> now 80,000)"
+    assert lines[2] == "-50,000 malloc (baseline 50,000 -> now not in top)"
+    assert len(lines) == 3 and lines[0].startswith("top 2 functions")
+
+
+def test_function_diff_matches_names_that_change_between_processes():
+    before = [("???:0x0000000039710000 [???]", 400), ("ceval.c:_PyEval_EvalFrameDefault [lib]", 70)]
+    now = [("???:0x000000003d6b7000 [???]", 400), ("ceval.c:_PyEval_EvalFrameDefault'2 [lib]", 90)]
+    lines = counters.function_diff(case(1, before), case(1, now))
+    assert lines[1:] == ["+20 ceval.c:_PyEval_EvalFrameDefault [lib] (baseline 70 -> now 90)"]
+
+
+def test_function_diff_without_changes_says_so():
+    assert counters.function_diff(case(1, FUNCTIONS), case(1, FUNCTIONS)) == [
+        "no change in the stored per-function counts"
+    ]
+
+
+def test_the_key_names_the_instruction_set_not_the_cpu_model():
+    key = counters.hardware_key()
+    assert key.startswith("callgrind-") and key.endswith(torch.backends.cpu.get_cpu_capability())
+    assert "cores" not in key
+
+
+def counted_run(extra: dict, threshold=None):
+    declared = {} if threshold is None else {"perfgate": {"threshold": threshold}}
+    stats = {"data": [1e-9 * extra["instructions"]] * 3}
+    entry = {"name": "case", "fullname": "t.py::case", "stats": stats}
+    return run_from_json({"benchmarks": [{**entry, "extra_info": {**extra, **declared}}]}, None)
+
+
+def pair(before: dict, now: dict, threshold=None) -> list:
+    """The one verdict path on a baseline run and a current run of one counted case."""
+    return judge([counted_run(before, threshold)], counted_run(now, threshold))
+
+
+def test_the_gate_fails_a_count_regression_at_once_with_the_function_diff():
+    now = [*FUNCTIONS, ("crc32_z", 100_000)]
+    (result,) = pair(case(8_000_000, FUNCTIONS), case(8_100_000, now))
+    assert result.verdict is Verdict.REGRESSION  # no re-run: counts do not need confirming
+    assert "crc32_z" in result.details[1]
+
+
+def test_the_gate_passes_equal_counts_and_reports_fewer_as_an_improvement():
+    same, fewer = case(8_000_000), case(7_000_000)
+    assert pair(same, same)[0].verdict is Verdict.UNCHANGED
+    assert pair(same, fewer)[0].verdict is Verdict.IMPROVEMENT
+
+
+def test_a_threshold_marker_sets_the_tolerance_of_a_count():
+    before, now = case(1_000_000), case(1_006_000)
+    assert pair(before, now)[0].verdict is Verdict.UNCHANGED
+    assert pair(before, now, threshold=0.005)[0].verdict is Verdict.REGRESSION
+
+
+def test_python_calls_count_python_functions_not_builtins():
+    def inner():
+        return len([1])  # a builtin: not counted
+
+    def outer():
+        inner()
+        inner()
+
+    assert python_calls(outer, None, 4) == 12
+    assert python_calls(outer, functools.partial(len, "abc"), 4) == 12
+
+
+def test_aten_operators_counts_each_dispatched_operator():
+    x = torch.ones(3)
+    assert aten_operators(functools.partial(torch.add, x, x), None, 5) == 5
+    assert aten_operators(lambda: (x + x) * x, None, 2) == 4
+
+
+def test_per_call_is_an_int_when_it_divides():
+    assert per_call(10, 5) == 2 and isinstance(per_call(10, 5), int)
+    assert per_call(11, 5) == 2.2
+
+
+def test_short_names_drop_build_paths_but_keep_the_library():
+    name = "/tmp/python-build.123/Python-3.11.7/Python/ceval.c:_PyEval_EvalFrameDefault [/x/libpython3.11.so.1.0]"  # noqa: E501
+    assert (
+        callgrind.short_name(name)
+        == "Python/ceval.c:_PyEval_EvalFrameDefault [libpython3.11.so.1.0]"
+    )  # noqa: E501
+    assert callgrind.short_name("./malloc/./malloc/malloc.c:_int_free [/usr/lib/libc.so.6]") == (
+        "malloc.c:_int_free [libc.so.6]"
+    )
+
+
+@pytest.mark.parametrize("value", ["one", "1.5", "-0.1"])
+def test_a_bad_injection_fraction_says_what_is_expected(monkeypatch, value):
+    monkeypatch.setenv(callgrind_inject.INJECT_VARIABLE, value)
+    with pytest.raises(ValueError, match="expected a fraction"):
+        callgrind_inject.inject_fraction()
+
+
+requires_valgrind = pytest.mark.skipif(
+    bool(callgrind.missing_tools()), reason="valgrind is not installed"
+)
+
+
+@requires_valgrind
+def test_annotate_reads_every_function_of_a_real_dump(tmp_path):
+    out = tmp_path / "callgrind.out"
+    subprocess.run(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", shutil.which("true")],
+        capture_output=True,
+        check=True,
+    )
+    total, functions = callgrind.annotate(out)
+    assert total > 10_000
+    assert sum(functions.values()) == total  # threshold 100 %: every function is listed
+
+
+INSTRUCTION_CASE = """
+import pytest
+from perfgate.counters import record_instructions
+
+@pytest.mark.instructions
+def test_counted(benchmark):
+    result = {"per_call": [1000.0, 1010.0, 1005.0], "calls": 4, "counters": {"aten_ops": 3},
+              "top_functions": [["f", 900]]}
+    record_instructions(benchmark, result)
+
+@pytest.mark.instructions
+def test_needs_valgrind(benchmark, instruction_counts):
+    pass
+
+def test_timed(benchmark):
+    benchmark(lambda: None)
+
+def test_plain():
+    pass
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    pytester.makepyfile(test_cases=INSTRUCTION_CASE)
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+    return pytester
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("-p", "perfgate.plugin", "-p", "no:cacheprovider", *args)
+
+
+def test_timed_runs_deselect_the_instruction_cases(project):
+    result = run(project, "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*test_timed*", "*test_plain*", "*2 deselected*"])
+    result.stdout.no_fnmatch_line("*test_counted*")
+
+
+def test_an_instruction_run_stores_counts_as_nominal_nanoseconds(project, tmp_path):
+    report = tmp_path / "run.json"
+    args = ("--perf-measure", "instructions", "-k", "counted or timed or plain")
+    result = run(project, *args, f"--benchmark-json={report}")
+    result.assert_outcomes(passed=2, deselected=2)
+    (saved,) = json.loads(report.read_text())["benchmarks"]
+    assert saved["stats"]["data"] == pytest.approx([1e-6, 1.01e-6, 1.005e-6])
+    extra = saved["extra_info"]
+    assert extra["instructions"] == 1005 and extra["instructions_spread"] == pytest.approx(0.01)
+    assert extra["measure"] == "instructions" and extra["counters"] == {"aten_ops": 3}
+    key = json.loads(report.read_text())["machine_info"]["perfgate"]["hardware_key"]
+    assert key == counters.hardware_key()
+
+
+def test_without_valgrind_the_gate_stops_with_one_line(project, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no valgrind on this PATH
+    result = run(project, "--perf-measure", "instructions", "--perf-gate")
+    assert result.ret == GATE_NOT_RUN  # never a green run that counted nothing
+    result.stderr.fnmatch_lines(["*needs valgrind*apt-get install valgrind*"])
+
+
+def test_without_valgrind_an_ungated_run_skips_with_the_reason(project, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    result = run(project, "--perf-measure", "instructions", "-k", "needs_valgrind", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*need valgrind*apt-get install valgrind*"])
