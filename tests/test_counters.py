@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from perfgate import callgrind, callgrind_inject, counters
-from perfgate.exact_counters import aten_operators, per_call, python_calls
 from perfgate.baseline_session import GATE_NOT_RUN
 from perfgate.benchmark import run_from_json
+from perfgate.exact_counters import aten_operators, per_call, python_calls
 from perfgate.verdict.session import Verdict, judge
 
 
