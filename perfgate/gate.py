@@ -15,6 +15,7 @@ import pytest
 
 from perfgate import _pytest_benchmark, timing
 from perfgate.baseline_session import GATE_NOT_RUN, BaselineChoice, Saver
+from perfgate.counters import is_instructions
 from perfgate.declarations import declarations, test_name, uses_benchmark
 from perfgate.verdict import summary
 from perfgate.verdict.pairing import declarations_of
@@ -123,8 +124,9 @@ class GateSession:
             confirmation = self.rerun(session, names)
             self.results = judge(members, current, self.thresholds, confirmation)
         regressed = {r.name for r in self.results if r.verdict is Verdict.REGRESSION}
-        if regressed:
-            self.profile(session, regressed)
+        timed = {n for n in regressed if not is_instructions(current.benchmarks[n].extra_info)}
+        if timed:  # a counted case shows its function diff instead of a profile
+            self.profile(session, timed)
         changes = summary.environment_difference(members[-1], current)
         self.lines = summary.terminal_lines(self.results, changes, self.choice.label)
         self.write_reports(changes)
