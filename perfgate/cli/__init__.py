@@ -98,8 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="[NAME=]PERCENT",
         help="smallest change called a regression or improvement, for every benchmark or for a "
-        "family or test (repeatable; default: 10%%, or what a test declared), as --perf-gate "
-        "takes it",
+        "family or test (repeatable; default: what a test declared, else from each case's "
+        "measured noise), as --perf-gate takes it",
     )
     compare.add_argument(
         "--alpha",

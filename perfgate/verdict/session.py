@@ -13,6 +13,7 @@ from enum import Enum
 
 from perfgate.benchmark import Benchmark, Run
 from perfgate.stats import MIN_ROUNDS, Comparison, compare_samples
+from perfgate.verdict.noise import case_threshold
 from perfgate.verdict.pairing import (
     declarations_of,
     fastest_of,
@@ -27,7 +28,6 @@ from perfgate.verdict.rules import (
     Thresholds,
     TimeImprovement,
     TimeRegression,
-    threshold_for,
 )
 
 
@@ -62,6 +62,7 @@ class GateResult:
     comparison: Comparison | None = None
     family: str | None = None
     threshold: float | None = None
+    threshold_source: str | None = None  # "marker", "given for sdpa", "floor 3 % (...)", ...
 
 
 # MEASURE.md: when the host enqueues no faster than the GPU runs, per-call time follows host
@@ -90,6 +91,7 @@ class _Context:
     current_ratios: dict
     confirmed_ratios: dict
     fastest: dict[str, Benchmark]
+    members: dict[str, list[Benchmark]]  # each benchmark in every run of the baseline set
 
 
 def judge(
@@ -112,6 +114,7 @@ def judge(
         current_ratios=same_run_ratios(current, declared),
         confirmed_ratios=same_run_ratios(repeat, declared) if confirmation else {},
         fastest=fastest_of(baselines) if len(baselines) > 1 else {},
+        members=_members(baselines),
     )
     slowest = slowest_of(baselines)
     again = confirmation.benchmarks if confirmation else {}
@@ -120,6 +123,14 @@ def judge(
         before, now = slowest.get(name), current.benchmarks.get(name)
         results.append(_judge_one(name, before, now, again.get(name), context))
     return sorted(results, key=_severity)
+
+
+def _members(baselines: list[Run]) -> dict[str, list[Benchmark]]:
+    members: dict[str, list[Benchmark]] = {}
+    for run in baselines:
+        for name, benchmark in run.benchmarks.items():
+            members.setdefault(name, []).append(benchmark)
+    return members
 
 
 def _merged(current: Run, confirmation: Run | None) -> Run:
@@ -145,10 +156,13 @@ def _judge_one(
         return GateResult(
             name, Verdict.NOT_RUN, "in the baseline, not run this time", family=family
         )
-    test = now.test
-    threshold = threshold_for(test, family, declared.get("threshold"), context.thresholds)
-    row = dict(name=name, family=family, threshold=threshold)
-    if reason := _not_gated(before, now, context.untrusted):
+    case = case_threshold(before, context.members.get(name, []), declared, context.thresholds)
+    threshold = case.value
+    row = dict(name=name, family=family, threshold=threshold, threshold_source=case.source)
+    reason = _not_gated(before, now, context.untrusted)
+    if reason is None and case.too_noisy:
+        reason = f"not gated: {case.too_noisy}"
+    if reason:
         comparison = _comparison(before, now)
         return GateResult(verdict=Verdict.NOT_GATED, message=reason, comparison=comparison, **row)
     first = compare_samples(before.samples, now.samples)
