@@ -67,6 +67,8 @@ class GateResult:
 
 # MEASURE.md: when the host enqueues no faster than the GPU runs, per-call time follows host
 # jitter; such a case is reported, never gated on device-time noise.
+# A case whose rounds ran at reduced clocks (nvml.RoundClocks) more often than this is not gated.
+REDUCED_CLOCK_SHARE = 0.2
 HOST_BOUND = "host-bound (host enqueue >= 80 % of device time): its time follows host jitter"
 
 
@@ -191,6 +193,12 @@ def _not_gated(before: Benchmark, now: Benchmark, untrusted: str | None) -> str 
             return f"not gated: the {side} has no per-round data (save runs with perfgate)"
         if len(benchmark.samples) < MIN_ROUNDS:
             return f"not gated: the {side} has {len(benchmark.samples)} rounds (< {MIN_ROUNDS})"
+        reduced = benchmark.extra_info.get("reduced_clock_rounds") or 0
+        if reduced > REDUCED_CLOCK_SHARE * len(benchmark.samples):
+            return (
+                f"not gated: the {side} ran {reduced} of {len(benchmark.samples)} rounds at "
+                "reduced SM clocks (below 95 % of its highest; try --perf-lock-clocks)"
+            )
     return None
 
 
