@@ -53,6 +53,18 @@ def thresholds_from(config: pytest.Config) -> Thresholds:
         raise pytest.UsageError(f"--perf-gate-threshold: {error}") from None
 
 
+def ab_hint(regressed: set[str], baseline_commit: str | None) -> str | None:
+    """The ``perfgate ab`` command that re-runs the regressed tests against the baseline's
+    commit in alternating blocks (drift between sessions cancels there)."""
+    if not regressed or not baseline_commit:
+        return None
+    tests = sorted({name.split("::")[-1].split("[")[0] for name in regressed})
+    return (
+        "perfgate gate: to confirm across sessions, run the baseline's commit and this tree in "
+        f"alternating blocks: perfgate ab {baseline_commit[:12]} -k '{' or '.join(tests)}'"
+    )
+
+
 class GateSession:
     """The gate's state for one pytest session; registered as a plugin when --perf-gate is on."""
 
@@ -127,6 +139,8 @@ class GateSession:
             self.profile(session, regressed)
         changes = summary.environment_difference(members[-1], current)
         self.lines = summary.terminal_lines(self.results, changes, self.choice.label)
+        if hint := ab_hint(regressed, members[-1].commit):
+            self.lines.append(hint)
         self.write_reports(changes)
         if not any(r.verdict.gated for r in self.results):
             self.problem = (

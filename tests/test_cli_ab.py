@@ -189,3 +189,13 @@ def test_paired_blocks_need_three_pairs_and_equal_counts():
     assert not two.enough_rounds and two.p_value == 1.0
     with pytest.raises(ValueError, match="2 baseline blocks but 3 current blocks"):
         compare_paired_blocks([1.0, 1.0], [1.0, 1.0, 1.0])
+
+
+def test_the_gate_names_the_ab_command_for_its_regressions():
+    from perfgate.gate import ab_hint
+
+    regressed = {"perf_tests/test_mxint8.py::test_dequantize[cuda-1-triton-32]",
+                 "perf_tests/test_sdpa.py::test_attention[cuda-x-flash-fp16]"}  # fmt: skip
+    hint = ab_hint(regressed, "0123456789abcdef")
+    assert hint.endswith("perfgate ab 0123456789ab -k 'test_attention or test_dequantize'")
+    assert ab_hint(set(), "0123456789abcdef") is None and ab_hint(regressed, None) is None
