@@ -174,12 +174,15 @@ def run_from_json(data: object, path: Path | None) -> Run:
 
 
 def environment(machine_info: dict) -> dict:
-    """Software versions (python, torch, cuda, cudnn, triton), the GPU driver and the host
-    allocator setting of a run: what can change performance without changing hardware."""
+    """Software versions (python, torch, cuda, cudnn, triton), the GPU driver, the host
+    allocator setting and locked GPU clocks of a run: what can change performance without
+    changing hardware."""
     perfgate = machine_info.get("perfgate") or {}
     facts = dict(perfgate.get("software") or {})
     if "host_malloc" in perfgate:
         facts["host malloc"] = perfgate["host_malloc"]
+    if perfgate.get("clocks_locked"):  # only when locked: older runs did not record it
+        facts["GPU clocks"] = "locked at base"
     driver = (perfgate.get("gpu_health") or {}).get("driver_version")
     if driver:
         facts["driver"] = driver

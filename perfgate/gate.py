@@ -36,8 +36,8 @@ def add_options(group) -> None:
         default=[],
         metavar="[NAME=]FRACTION",
         help="slowdown that counts, as a fraction: 0.15 for every test, sdpa=0.2 for a family or "
-        "a test function (any case; repeatable; default 0.10). A test's "
-        "@pytest.mark.perfgate(threshold=...) wins",
+        "a test function (any case; repeatable; default: from each case's measured noise, "
+        "README 'Thresholds'). A test's @pytest.mark.perfgate(threshold=...) wins",
     )
     group.addoption(
         "--perf-gate-report",
@@ -52,6 +52,18 @@ def thresholds_from(config: pytest.Config) -> Thresholds:
         return parse_thresholds(config.getoption("--perf-gate-threshold"))
     except ValueError as error:
         raise pytest.UsageError(f"--perf-gate-threshold: {error}") from None
+
+
+def ab_hint(regressed: set[str], baseline_commit: str | None) -> str | None:
+    """The ``perfgate ab`` command that re-runs the regressed tests against the baseline's
+    commit in alternating blocks (drift between sessions cancels there)."""
+    if not regressed or not baseline_commit:
+        return None
+    tests = sorted({name.split("::")[-1].split("[")[0] for name in regressed})
+    return (
+        "perfgate gate: to confirm across sessions, run the baseline's commit and this tree in "
+        f"alternating blocks: perfgate ab {baseline_commit[:12]} -k '{' or '.join(tests)}'"
+    )
 
 
 class GateSession:
@@ -129,6 +141,8 @@ class GateSession:
             self.profile(session, timed)
         changes = summary.environment_difference(members[-1], current)
         self.lines = summary.terminal_lines(self.results, changes, self.choice.label)
+        if hint := ab_hint(regressed, members[-1].commit):
+            self.lines.append(hint)
         self.write_reports(changes)
         if not any(r.verdict.gated for r in self.results):
             self.problem = (

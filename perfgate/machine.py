@@ -15,6 +15,8 @@ import subprocess
 
 import torch
 
+from perfgate import nvml
+
 
 def cpu_model() -> str:
     """The CPU's model name, from /proc/cpuinfo where there is one."""
@@ -68,18 +70,25 @@ GPU_QUERY_FIELDS = (
     "utilization.gpu",
     "clocks_throttle_reasons.active",
 )
-# Throttle reasons that slow a run for reasons outside the code (nvidia-smi bit mask):
+# Throttle reasons that slow a run for reasons outside the code (NVML's and nvidia-smi's mask):
 # 0x8 hardware slowdown, 0x20 software thermal, 0x40 hardware thermal, 0x80 power brake.
 # Idle (0x1) and the software power cap (0x4, normal under full load) are not listed.
 UNTRUSTED_THROTTLE_MASK = 0x8 | 0x20 | 0x40 | 0x80
 
 
 def gpu_health() -> dict:
-    """Clocks, temperature, throttle reasons and other processes of GPU 0, by nvidia-smi.
+    """Clocks, temperature, throttle reasons and other processes of GPU 0, through NVML when
+    pynvml is installed (``perfgate[gpu]``), else by nvidia-smi; ``source`` says which.
 
     ``trusted`` is False when the GPU throttles for heat or power or another process uses it:
-    such a run is reported, not gated. Missing nvidia-smi gives ``{"available": False}``.
+    such a run is reported, not gated. Neither NVML nor nvidia-smi gives ``{"available": False}``.
     """
+    gpu = nvml.device()
+    if gpu is not None:
+        try:
+            return _judged(*_nvml_health(gpu))
+        except gpu.nvml.NVMLError:
+            pass  # a driver that answers some queries only: nvidia-smi may still answer
     if shutil.which("nvidia-smi") is None:
         return {"available": False}
     fields = _nvidia_smi(["--query-gpu=" + ",".join(GPU_QUERY_FIELDS)])
@@ -88,6 +97,28 @@ def gpu_health() -> dict:
     health = dict(zip(GPU_QUERY_FIELDS, (f.strip() for f in fields[0].split(",")), strict=False))
     processes = _nvidia_smi(["--query-compute-apps=pid,process_name,used_memory"]) or []
     others = [p.strip() for p in processes if p.strip() and str(os.getpid()) not in p]
+    return _judged({**health, "source": "nvidia-smi"}, others)
+
+
+def _nvml_health(gpu: nvml.Device) -> tuple[dict, list[str]]:
+    """The nvidia-smi fields, read through NVML (same names, so saved runs read alike)."""
+    reading = gpu.read()
+    health = {
+        "name": gpu.name(),
+        "driver_version": gpu.driver_version(),
+        "temperature.gpu": str(reading.temperature_c),
+        "clocks.sm": str(reading.sm_clock_mhz),
+        "clocks.max.sm": str(reading.max_sm_clock_mhz),
+        "clocks.mem": str(reading.memory_clock_mhz),
+        "power.draw": f"{reading.power_w:.2f}",
+        "utilization.gpu": str(gpu.utilization_percent()),
+        "clocks_throttle_reasons.active": f"{reading.throttle_reasons:#018x}",
+        "source": "nvml",
+    }
+    return health, gpu.other_processes(os.getpid())
+
+
+def _judged(health: dict, others: list[str]) -> dict:
     throttle = _parse_int(health.get("clocks_throttle_reasons.active", ""))
     reasons = []
     if throttle is not None and throttle & UNTRUSTED_THROTTLE_MASK:

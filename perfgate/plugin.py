@@ -17,6 +17,7 @@ from perfgate import (
     host_memory,
     instructions_plugin,
     machine,
+    nvml,
     timing,
 )
 from perfgate.baseline_session import GATE_NOT_RUN, GateCannotRun, Saver
@@ -33,6 +34,8 @@ TIERS = {
 }
 
 HOST_MALLOC = pytest.StashKey[str]()
+# --perf-lock-clocks: the line shown in the header, and whether the clocks are locked
+LOCKED_CLOCKS = pytest.StashKey[tuple[str, bool]]()
 SAVER = pytest.StashKey[Saver]()
 # pytest-benchmark options that the perfgate timers set per case from --perf-tier
 IGNORED_OPTIONS = ("--benchmark-min-rounds", "--benchmark-max-time", "--benchmark-min-time")
@@ -67,6 +70,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "not page-fault their temporaries in again; steadier CPU timings) or default (glibc as "
         "configured). Default: retain",
     )
+    group.addoption(
+        "--perf-lock-clocks",
+        action="store_true",
+        help="lock the GPU clocks at base through NVML for the session and reset them after "
+        "(needs perfgate[gpu] and root; where not allowed, says so and goes on). Default: off",
+    )
     baseline_session.add_options(group)
     gate.add_options(group)
     instructions_plugin.add_options(group)
@@ -78,6 +87,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.getoption("--perf-profile"):
         timing.set_profile_dir(config.getoption("--perf-profile"))
     config.stash[HOST_MALLOC] = host_memory.DEFAULT
+    if config.getoption("--perf-lock-clocks") and not hasattr(config, "workerinput"):
+        line, undo = nvml.lock_base_clocks_for_session()
+        config.stash[LOCKED_CLOCKS] = (line, undo is not None)
+        if undo is not None:
+            config.add_cleanup(undo)
     if not _pytest_benchmark.active(config):
         return  # -p no:benchmark
     _warn_ignored_options(config)
@@ -222,6 +236,10 @@ def copy_roofline():
     return copy_roofline
 
 
+def pytest_report_header(config: pytest.Config) -> str | None:
+    return config.stash[LOCKED_CLOCKS][0] if LOCKED_CLOCKS in config.stash else None
+
+
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
     use_cuda = "cuda" in selected_devices(config) and torch.cuda.is_available()
     machine_info["perfgate"] = {
@@ -230,6 +248,7 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
         "gpu_health": machine.gpu_health() if use_cuda else {"available": False},
         "tier": config.getoption("--perf-tier"),
         "host_malloc": config.stash.get(HOST_MALLOC, host_memory.DEFAULT),
+        "clocks_locked": config.stash.get(LOCKED_CLOCKS, ("", False))[1],
     }
 
 

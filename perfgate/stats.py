@@ -220,3 +220,48 @@ def compare_samples(
         confidence=confidence,
         enough_rounds=_enough_rounds(base, curr),
     )
+
+
+def compare_paired_blocks(
+    baseline_blocks: Samples, current_blocks: Samples, confidence: float = 0.95
+) -> Comparison:
+    """Compare per-block medians (seconds) of two trees run in alternating blocks (``perfgate
+    ab``): block i of the baseline was run next to block i of the current tree.
+
+    Pairing cancels drift that both blocks of a pair share. ``ratio`` is the geometric mean of
+    the per-block ratios current/baseline; the p-values are one-sided one-sample t-tests on
+    their logs, and the interval is the t interval of that mean, as a ratio. With fewer than
+    ``MIN_ROUNDS`` pairs nothing is significant (p 1.0, interval (0, inf)).
+    """
+    base = as_samples(baseline_blocks, "baseline_blocks")
+    curr = as_samples(current_blocks, "current_blocks")
+    if base.size != curr.size:
+        raise ValueError(f"{base.size} baseline blocks but {curr.size} current blocks: pair them")
+    logs = np.log(curr / base)
+    ratio = float(np.exp(logs.mean()))
+    enough = base.size >= MIN_ROUNDS
+    p_slower = p_faster = 1.0
+    low, high = UNBOUNDED_INTERVAL
+    spread = float(np.std(logs, ddof=1)) if enough else 0.0
+    if enough and spread > 0:
+        t = _scipy_stats.ttest_1samp(logs, 0.0, alternative="greater")
+        p_slower, p_faster = float(t.pvalue), float(1.0 - t.pvalue)
+        half = _scipy_stats.t.ppf(0.5 + confidence / 2, base.size - 1) * spread / np.sqrt(base.size)
+        low, high = float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))
+    elif enough:  # every pair gave the same ratio: exact
+        p_slower, p_faster = (0.0, 1.0) if ratio > 1 else (1.0, 0.0) if ratio < 1 else (1.0, 1.0)
+        low = high = ratio
+    return Comparison(
+        baseline_median=float(np.median(base)),
+        current_median=float(np.median(curr)),
+        ratio=ratio,
+        change_percent=(ratio - 1.0) * 100.0,
+        p_value=p_slower,
+        p_value_faster=p_faster,
+        ratio_low=low,
+        ratio_high=high,
+        n_baseline=int(base.size),
+        n_current=int(curr.size),
+        confidence=confidence,
+        enough_rounds=enough,
+    )

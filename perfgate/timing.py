@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from perfgate import _pytest_benchmark
+from perfgate import _pytest_benchmark, nvml
 from perfgate.stats import median
 
 HOST_BOUND_FRACTION = 0.8  # host enqueue above this share of the device time: the host limits
@@ -145,8 +145,9 @@ def time_wall(benchmark, fn: Callable[[], object], device: torch.device, budget:
     call_seconds = seconds_per_call(fn, device)
     rounds, iterations = plan_rounds(call_seconds, budget)
     facts = {"clock": "perf_counter", "iterations": iterations, "rounds": rounds}
+    clocks = None
     if device.type == "cuda":
-        _pytest_benchmark.set_timer(benchmark, cuda_event_clock())
+        clocks = use_cuda_clock(benchmark, cuda_event_clock())
         host = host_enqueue_seconds(fn, device, max(iterations, 3))
         device_seconds = do_bench_seconds(fn)
         facts.update(
@@ -156,7 +157,14 @@ def time_wall(benchmark, fn: Callable[[], object], device: torch.device, budget:
             host_bound=host > HOST_BOUND_FRACTION * device_seconds,
         )
     benchmark.pedantic(fn, rounds=rounds, iterations=iterations, warmup_rounds=budget.warmup_rounds)
-    return facts
+    return facts | (clocks.facts(rounds) if clocks else {})
+
+
+def use_cuda_clock(benchmark, clock: Callable[[], float]) -> nvml.RoundClocks | None:
+    """Time ``benchmark`` with ``clock``, reading the SM clock between rounds where NVML is."""
+    clocks = nvml.round_clocks()
+    _pytest_benchmark.set_timer(benchmark, clocks.wrap(clock) if clocks else clock)
+    return clocks
 
 
 def time_device(
@@ -177,11 +185,11 @@ def time_device(
     rounds, iterations = plan_rounds(per_call * len(calls), budget)
     host = host_enqueue_seconds(rotation, device, max(3 * len(calls), 30))
     device_seconds = do_bench_seconds(calls[0])
-    _pytest_benchmark.set_timer(benchmark, cuda_event_clock(1.0 / len(calls)))
+    clocks = use_cuda_clock(benchmark, cuda_event_clock(1.0 / len(calls)))
     benchmark.pedantic(
         graph.replay, rounds=rounds, iterations=iterations, warmup_rounds=budget.warmup_rounds
     )
-    return {
+    return (clocks.facts(rounds) if clocks else {}) | {
         "clock": "cuda_graph_events",
         "calls_per_iteration": len(calls),
         "iterations": iterations,

@@ -66,7 +66,8 @@ def test_compare_defaults_to_the_newest_two_runs_and_sorts_by_severity():
     calls = {name: cells for name, cells in rows.items() if name.startswith("test_resnet18_calls")}
     assert len(calls) == 2
     for cells in calls.values():
-        assert cells[3:] == ["-", "-", "not gated", "not gated: the baseline has 2 rounds (< 3)"]
+        reason = "not gated: the baseline has 2 rounds (< 3)"
+        assert cells[3:] == ["-", "-", "not gated", reason, "10.0% (default 10%)"]
     order = ["unconfirmed", "not gated", "new", "not run", "unchanged"]
     assert sorted(verdicts, key=order.index) == verdicts
     assert "15 gated (1 unconfirmed, 14 unchanged); 6 not gated; 1 new; 1 not run" in out
@@ -87,7 +88,8 @@ def test_compare_markdown_with_glob_filter():
     lines = out.splitlines()
     assert lines[0].startswith("- A: ") and lines[2].startswith("- environment changed: torch")
     rows = [line for line in lines if line.startswith("| ")]
-    header = "| benchmark | A median | B median | change | p | B/A 95% CI | verdict | detail |"
+    columns = ["benchmark", "A median", "B median", "change", "p", "B/A 95% CI", "verdict"]
+    header = "| " + " | ".join([*columns, "detail", "threshold"]) + " |"
     assert rows[0] == header
     assert lines[lines.index(header) + 1].startswith("| --- | ---: | ---: | ---: |")
     names = [row.split(" | ")[0][2:] for row in rows[2:]]

@@ -40,7 +40,7 @@ def test_terminal_lines_list_each_kind_with_its_reason(judged):
     heading = lines.index("Not gated, with the reason:")
     assert lines[heading + 1].startswith("  x::host | ") and "host-bound" in lines[heading + 1]
     new = lines.index("New benchmarks (not in the baseline):")
-    assert lines[new + 1] == "  x::new |  |  |  |  | new benchmark: not in the baseline"
+    assert lines[new + 1] == "  x::new |  |  |  |  | new benchmark: not in the baseline | "
     assert lines[-1] == "1 baseline benchmarks were not run this time (deselected or skipped)"
     assert not any(line.startswith("  x::a|b") for line in lines)  # unchanged: counted only
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from perfgate import __version__
+from perfgate.cli import ab
 from perfgate.cli.profile import DEFAULT_FOLDER as PROFILE_FOLDER
 from perfgate.cli.runs import Hardware
 from perfgate.report.plots import PlotsUnavailable
@@ -98,8 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=[],
         metavar="[NAME=]PERCENT",
         help="smallest change called a regression or improvement, for every benchmark or for a "
-        "family or test (repeatable; default: 10%%, or what a test declared), as --perf-gate "
-        "takes it",
+        "family or test (repeatable; default: what a test declared, else from each case's "
+        "measured noise), as --perf-gate takes it",
     )
     compare.add_argument(
         "--alpha",
@@ -148,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="folder for the tables and traces (default: %(default)s)",
     )
+    ab.add_parser(commands)
     return parser
 
 
@@ -212,8 +214,8 @@ def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:
         argv, extra = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
     parser = build_parser()
     args = parser.parse_args(argv)
-    if extra and args.command != "profile":
-        parser.error("arguments after -- are passed to pytest by `perfgate profile` only")
+    if extra and args.command not in ("profile", "ab"):
+        parser.error("arguments after -- are passed to pytest by `perfgate profile` and `ab` only")
     hardware = Hardware(getattr(args, "baselines", None), getattr(args, "hardware", None))
     try:
         if args.command == "compare":
@@ -222,6 +224,8 @@ def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:
             return _history(args, hardware, out, err)
         if args.command == "report":
             return _report(args, hardware, out, err, argv)
+        if args.command == "ab":
+            return ab.run_ab(ab.options_from(args, extra), out, err)
         from perfgate.cli.profile import run_profile
 
         _folder(args.out)

@@ -95,10 +95,11 @@ def compare_text(a: Run, b: Run, thresholds: Thresholds, patterns: Sequence[str]
     """Header lines, the environment difference, one row per benchmark, and the counts."""
     members, results = compare_results(a, b, thresholds, patterns)
     headers = ["benchmark", "A median", "B median", "change", "p", "B/A 95% CI", "verdict"]
-    table = render([*headers, "detail"], [_cells(r) for r in results], markdown)
+    cells = [[*_cells(r), summary.threshold_cell(r)] for r in results]
+    table = render([*headers, "detail", "threshold"], cells, markdown)
     rule = (
-        f"gated as --perf-gate does: slower or faster by more than the threshold "
-        f"(default {thresholds.default:.0%}) with one-sided Mann-Whitney p < "
+        f"gated as --perf-gate does: slower or faster by more than the case's threshold "
+        f"(given, or from its measured noise) with one-sided Mann-Whitney p < "
         f"{thresholds.alpha:g} and the 95 % bootstrap interval of B/A excluding 1"
     )
     lines = [_run_line("A", a), _run_line("B", b), environment_line(a, b)]

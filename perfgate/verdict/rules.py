@@ -113,17 +113,22 @@ class Thresholds:
     """Time threshold (fraction) per family or test name with a global default; also the
     significance level, the memory tolerance and the default same-run-ratio threshold.
 
+    ``default`` None means none was given: each case then gets a threshold from its measured
+    noise (``verdict.noise``), or DEFAULT_TIME_THRESHOLD.
+
     ``by_name`` keys are lower case: ``--perf-gate-threshold=SDPA=0.2`` and ``sdpa=0.2`` agree.
     """
 
-    default: float = DEFAULT_TIME_THRESHOLD
+    default: float | None = None
     by_name: Mapping[str, float] = field(default_factory=dict)
     alpha: float = DEFAULT_ALPHA
     memory_tolerance: float = DEFAULT_MEMORY_TOLERANCE
     ratio: float = DEFAULT_RATIO_THRESHOLD
 
     def __post_init__(self) -> None:
-        fractions = {"default": self.default, "alpha": self.alpha, "ratio": self.ratio}
+        fractions = {"alpha": self.alpha, "ratio": self.ratio}
+        if self.default is not None:
+            fractions["default"] = self.default
         fractions.update({f"threshold of {k!r}": v for k, v in self.by_name.items()})
         for name, value in fractions.items():
             _check_fraction(value, name, upper=0.999 if name == "ratio" else 1.0)
@@ -138,7 +143,7 @@ class Thresholds:
 def parse_thresholds(specs: Iterable[str], alpha: float = DEFAULT_ALPHA) -> Thresholds:
     """Thresholds from ``[NAME=]FRACTION`` strings: ``0.15`` for every benchmark, ``sdpa=0.2``
     for a family or a test function. ValueError with one line saying what is wrong."""
-    default, by_name = DEFAULT_TIME_THRESHOLD, {}
+    default, by_name = None, {}
     for spec in specs:
         name, _, value = str(spec).rpartition("=")
         try:
@@ -156,10 +161,10 @@ def parse_thresholds(specs: Iterable[str], alpha: float = DEFAULT_ALPHA) -> Thre
 
 def threshold_for(test: str, family: str | None, marker: float | None, t: Thresholds) -> float:
     """Time threshold (fraction) of one benchmark: its marker's, else one given for its test
-    function, else for its family, else the default."""
+    function, else for its family, else the default given (else DEFAULT_TIME_THRESHOLD)."""
     if marker is not None:
         return _check_fraction(marker, f"threshold marker of {test}")
     for name in (test, family):
         if name is not None and name.lower() in t.by_name:
             return float(t.by_name[name.lower()])
-    return t.default
+    return DEFAULT_TIME_THRESHOLD if t.default is None else t.default

@@ -14,6 +14,7 @@ from enum import Enum
 from perfgate.benchmark import Benchmark, Run
 from perfgate.counters import DEFAULT_TOLERANCE, counter_findings, function_diff, is_instructions
 from perfgate.stats import MIN_ROUNDS, Comparison, compare_samples
+from perfgate.verdict.noise import case_threshold
 from perfgate.verdict.pairing import (
     declarations_of,
     fastest_of,
@@ -28,7 +29,6 @@ from perfgate.verdict.rules import (
     Thresholds,
     TimeImprovement,
     TimeRegression,
-    threshold_for,
 )
 
 
@@ -63,11 +63,14 @@ class GateResult:
     comparison: Comparison | None = None
     family: str | None = None
     threshold: float | None = None
+    threshold_source: str | None = None  # "marker", "given for sdpa", "floor 3 % (...)", ...
     details: tuple[str, ...] = ()  # lines shown under the row, e.g. a function-level diff
 
 
 # MEASURE.md: when the host enqueues no faster than the GPU runs, per-call time follows host
 # jitter; such a case is reported, never gated on device-time noise.
+# A case whose rounds ran at reduced clocks (nvml.RoundClocks) more often than this is not gated.
+REDUCED_CLOCK_SHARE = 0.2
 HOST_BOUND = "host-bound (host enqueue >= 80 % of device time): its time follows host jitter"
 
 
@@ -92,6 +95,7 @@ class _Context:
     current_ratios: dict
     confirmed_ratios: dict
     fastest: dict[str, Benchmark]
+    members: dict[str, list[Benchmark]]  # each benchmark in every run of the baseline set
 
 
 def judge(
@@ -114,6 +118,7 @@ def judge(
         current_ratios=same_run_ratios(current, declared),
         confirmed_ratios=same_run_ratios(repeat, declared) if confirmation else {},
         fastest=fastest_of(baselines) if len(baselines) > 1 else {},
+        members=_members(baselines),
     )
     slowest = slowest_of(baselines)
     again = confirmation.benchmarks if confirmation else {}
@@ -122,6 +127,14 @@ def judge(
         before, now = slowest.get(name), current.benchmarks.get(name)
         results.append(_judge_one(name, before, now, again.get(name), context))
     return sorted(results, key=_severity)
+
+
+def _members(baselines: list[Run]) -> dict[str, list[Benchmark]]:
+    members: dict[str, list[Benchmark]] = {}
+    for run in baselines:
+        for name, benchmark in run.benchmarks.items():
+            members.setdefault(name, []).append(benchmark)
+    return members
 
 
 def _merged(current: Run, confirmation: Run | None) -> Run:
@@ -147,12 +160,15 @@ def _judge_one(
         return GateResult(
             name, Verdict.NOT_RUN, "in the baseline, not run this time", family=family
         )
-    test = now.test
-    threshold = threshold_for(test, family, declared.get("threshold"), context.thresholds)
-    row = dict(name=name, family=family, threshold=threshold)
     if is_instructions(before.extra_info) and is_instructions(now.extra_info):
-        return _judge_counts(before, now, declared.get("threshold"), row)
-    if reason := _not_gated(before, now, context.untrusted):
+        return _judge_counts(before, now, declared.get("threshold"), dict(name=name, family=family))
+    case = case_threshold(before, context.members.get(name, []), declared, context.thresholds)
+    threshold = case.value
+    row = dict(name=name, family=family, threshold=threshold, threshold_source=case.source)
+    reason = _not_gated(before, now, context.untrusted)
+    if reason is None and case.too_noisy:
+        reason = f"not gated: {case.too_noisy}"
+    if reason:
         comparison = _comparison(before, now)
         return GateResult(verdict=Verdict.NOT_GATED, message=reason, comparison=comparison, **row)
     first = compare_samples(before.samples, now.samples)
@@ -174,7 +190,8 @@ def _judge_one(
 def _judge_counts(before: Benchmark, now: Benchmark, marker: float | None, row: dict):
     """Instruction counts and exact counters are deterministic: no re-run, no statistics."""
     tolerance = DEFAULT_TOLERANCE if marker is None else marker
-    row = {**row, "threshold": tolerance}
+    source = "marker" if marker is not None else f"instructions default {DEFAULT_TOLERANCE:.0%}"
+    row = {**row, "threshold": tolerance, "threshold_source": source}
     regressions, improvements = counter_findings(before.extra_info, now.extra_info, tolerance)
     if regressions:
         diff = tuple(function_diff(before.extra_info, now.extra_info))
@@ -203,6 +220,12 @@ def _not_gated(before: Benchmark, now: Benchmark, untrusted: str | None) -> str 
             return f"not gated: the {side} has no per-round data (save runs with perfgate)"
         if len(benchmark.samples) < MIN_ROUNDS:
             return f"not gated: the {side} has {len(benchmark.samples)} rounds (< {MIN_ROUNDS})"
+        reduced = benchmark.extra_info.get("reduced_clock_rounds") or 0
+        if reduced > REDUCED_CLOCK_SHARE * len(benchmark.samples):
+            return (
+                f"not gated: the {side} ran {reduced} of {len(benchmark.samples)} rounds at "
+                "reduced SM clocks (below 95 % of its highest; try --perf-lock-clocks)"
+            )
     return None
 
 

@@ -20,6 +20,7 @@ HEADINGS = {
 LISTED = (Verdict.REGRESSION, Verdict.UNCONFIRMED, Verdict.NOT_GATED, Verdict.NEW)
 LISTED += (Verdict.IMPROVEMENT,)
 COLUMNS = ["benchmark", "baseline median", "current median", "change", "p (slower)", "detail"]
+COLUMNS += ["threshold"]
 
 
 def environment_difference(baseline: Run, current: Run) -> list[tuple[str, str, str]]:
@@ -43,10 +44,17 @@ def _milliseconds(seconds: float) -> str:
     return f"{seconds * 1e3:.4g} ms"
 
 
+def threshold_cell(result: GateResult) -> str:
+    """'3.0 % (floor 3 % (measured noise 0.4 % (5 blocks)))'; '' without a threshold."""
+    if result.threshold is None:
+        return ""
+    return f"{result.threshold:.1%} ({result.threshold_source})"
+
+
 def cells(result: GateResult) -> list[str]:
     c = result.comparison
     if c is None:
-        return [result.name, "", "", "", "", result.message]
+        return [result.name, "", "", "", "", result.message, threshold_cell(result)]
     return [
         result.name,
         _milliseconds(c.baseline_median),
@@ -54,6 +62,7 @@ def cells(result: GateResult) -> list[str]:
         f"{c.change_percent:+.1f}%",
         f"{c.p_value:.2g}" if c.enough_rounds else "n/a",
         result.message,
+        threshold_cell(result),
     ]
 
 
@@ -103,7 +112,8 @@ def markdown(results: list[GateResult], changes: list, baseline: str) -> str:
 
 
 def as_json(results: list[GateResult]) -> list[dict]:
-    """One object per benchmark: name, verdict, gated, message, medians, change, threshold."""
+    """One object per benchmark: name, verdict, gated, message, medians, change, threshold and
+    where the threshold came from."""
     rows = []
     for r in results:
         c = r.comparison
@@ -115,6 +125,7 @@ def as_json(results: list[GateResult]) -> list[dict]:
                 "message": r.message,
                 "family": r.family,
                 "threshold": r.threshold,
+                "threshold_source": r.threshold_source,
                 "baseline_median_s": c.baseline_median if c else None,
                 "current_median_s": c.current_median if c else None,
                 "change_percent": c.change_percent if c else None,

@@ -1,0 +1,201 @@
+"""``perfgate ab``: a throwaway git repository with a tiny perf_tests/ whose cost per call is a
+file read by a virtual clock, so durations are exact on any machine; the paired statistics."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from perfgate.cli import ab, main
+from perfgate.stats import compare_paired_blocks
+
+# pytest-benchmark reads this clock (--benchmark-timer); a call advances it by the cost in
+# cost.txt, +-2 % unseeded noise, so blocks differ as real sessions do.
+VIRTUAL_CLOCK = """
+import random
+from pathlib import Path
+
+now = 0.0
+
+def clock():
+    return now
+
+def work():
+    global now
+    cost = float((Path(__file__).parent / "cost.txt").read_text())
+    now += cost * (0.98 + 0.04 * random.random())
+"""
+BENCHMARK = """
+from virtual_clock import work
+
+def test_work(benchmark):
+    benchmark.pedantic(work, rounds=10, iterations=1, warmup_rounds=0)
+"""
+CLOCK = "--benchmark-timer=virtual_clock.clock"
+
+
+def git(repo: Path, *arguments: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *arguments], check=True, capture_output=True,
+                          text=True).stdout  # fmt: skip
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A git repository whose first commit costs 1 ms per call; the cwd is its root."""
+    root = tmp_path / "repo"
+    (root / "perf_tests").mkdir(parents=True)
+    (root / "virtual_clock.py").write_text(VIRTUAL_CLOCK)
+    (root / "perf_tests" / "test_work.py").write_text(BENCHMARK)
+    (root / "cost.txt").write_text("0.001")
+    git(root, "init", "-q")
+    git(
+        root,
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "0",
+    )
+    commit(root, "base")
+    monkeypatch.chdir(root)
+    return root
+
+
+def commit(root: Path, message: str) -> None:
+    git(root, "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", message)
+
+
+def perfgate(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = main(list(argv), out=out, err=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def worktrees(root: Path) -> int:
+    return git(root, "worktree", "list", "--porcelain").count("worktree ")
+
+
+def results(path: Path) -> dict[str, dict]:
+    return {row["name"]: row for row in json.loads(path.read_text())["results"]}
+
+
+def test_a_commit_that_doubles_the_cost_is_slower(repo, tmp_path):
+    (repo / "cost.txt").write_text("0.002")
+    commit(repo, "twice the cost")
+    out_file = tmp_path / "ab.json"
+    status, out, _ = perfgate("ab", "HEAD~1", "--blocks", "3", "--out", str(out_file), "--", CLOCK)
+    assert status == 1, out
+    (row,) = results(out_file).values()
+    assert row["verdict"] == "slower" and 1.9 < row["ratio"] < 2.1 and row["pairs"] == 3
+    assert "slower" in out and "1 slower" in out
+    assert worktrees(repo) == 1  # the base worktree is gone
+
+
+def test_an_unchanged_commit_is_not_slower(repo, tmp_path):
+    (repo / "README").write_text("no change to the cost")
+    commit(repo, "docs only")
+    out_file = tmp_path / "ab.json"
+    status, out, _ = perfgate(
+        "ab",
+        "HEAD~1",
+        "-k",
+        "work",
+        "--blocks",
+        "3",
+        "--rounds-per-block",
+        "8",
+        "--out",
+        str(out_file),
+        "--",
+        CLOCK,
+    )
+    assert status == 0, out
+    (row,) = results(out_file).values()
+    assert row["verdict"] == "unchanged" and 0.95 < row["ratio"] < 1.05
+    assert worktrees(repo) == 1
+
+
+def test_a_failing_block_is_one_line_and_the_worktree_is_removed(repo, tmp_path):
+    (repo / "cost.txt").write_text("not a number")
+    commit(repo, "broken")
+    status, _, err = perfgate("ab", "HEAD~1", "--blocks", "2", "--out", str(tmp_path / "x.json"),
+                              "--", CLOCK)  # fmt: skip
+    assert status == 2
+    last = err.strip().splitlines()[-1]  # after the progress lines
+    assert last.startswith("perfgate ab: error: block 1 of tree B") and "pytest exited 1" in last
+    assert "Traceback" not in err and worktrees(repo) == 1
+    assert (tmp_path / "x.B-0.log").is_file()
+
+
+def test_an_interrupt_removes_the_worktree(repo, monkeypatch):
+    seen = []
+
+    def interrupted(tree, label, index, options, folder):
+        seen.append(tree)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ab, "run_block", interrupted)
+    status, _, err = perfgate("ab", "HEAD")
+    assert status == 130 and "interrupted" in err
+    assert seen and not seen[0].exists() and worktrees(repo) == 1
+
+
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (["ab", "no-such-ref"], "BASE_REF 'no-such-ref' names no commit"),
+        (["ab", "HEAD", "--blocks", "1"], "--blocks 1: at least 2"),
+        (["ab", "HEAD", "--rounds-per-block", "0"], "--rounds-per-block 0: give at least 1"),
+    ],
+)
+def test_usage_errors_are_one_line(repo, argv, line):
+    status, _, err = perfgate(*argv)
+    assert status == 2 and line in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_selection_that_matches_nothing_says_so(repo):
+    status, _, err = perfgate("ab", "HEAD", "-k", "nothing_like_this", "--blocks", "2")
+    assert status == 2 and "no case of tree A" in err and "-k 'nothing_like_this'" in err
+    assert worktrees(repo) == 1
+
+
+def test_outside_a_git_repository(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    status, _, err = perfgate("ab", "HEAD")
+    assert status == 2 and "is not inside a git repository" in err
+
+
+def test_paired_blocks_cancel_drift_that_a_pair_shares():
+    drift = [1.0, 1.3, 0.8, 1.1, 1.2]  # each pair of blocks ran at a different speed
+    base = [1e-3 * d for d in drift]
+    slower = [1.03e-3 * d * (1 + 0.001 * i) for i, d in enumerate(drift)]
+    c = compare_paired_blocks(base, slower)
+    assert 1.03 < c.ratio < 1.035 and c.p_value < 1e-4 and c.ratio_low > 1.02
+    same = compare_paired_blocks(base, [b * (1 + 0.001 * (-1) ** i) for i, b in enumerate(base)])
+    assert same.p_value > 0.1 and same.ratio_low < 1 < same.ratio_high
+
+
+def test_paired_blocks_need_three_pairs_and_equal_counts():
+    two = compare_paired_blocks([1.0, 1.0], [2.0, 2.0])
+    assert not two.enough_rounds and two.p_value == 1.0
+    with pytest.raises(ValueError, match="2 baseline blocks but 3 current blocks"):
+        compare_paired_blocks([1.0, 1.0], [1.0, 1.0, 1.0])
+
+
+def test_the_gate_names_the_ab_command_for_its_regressions():
+    from perfgate.gate import ab_hint
+
+    regressed = {"perf_tests/test_mxint8.py::test_dequantize[cuda-1-triton-32]",
+                 "perf_tests/test_sdpa.py::test_attention[cuda-x-flash-fp16]"}  # fmt: skip
+    hint = ab_hint(regressed, "0123456789abcdef")
+    assert hint.endswith("perfgate ab 0123456789ab -k 'test_attention or test_dequantize'")
+    assert ab_hint(set(), "0123456789abcdef") is None and ab_hint(regressed, None) is None
