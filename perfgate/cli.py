@@ -14,6 +14,8 @@ from pathlib import Path
 
 from perfgate import __version__
 from perfgate.baselines import BaselineError
+from perfgate.bisect import add_bisect_parser, run_bisect
+from perfgate.dashboard import add_dashboard_parser, run_dashboard
 from perfgate.gate import DEFAULT_ALPHA, DEFAULT_TIME_THRESHOLD
 from perfgate.plots import PlotsUnavailable
 from perfgate.profiling import DEFAULT_FOLDER as PROFILE_FOLDER
@@ -181,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="folder for the tables and traces (default: %(default)s)",
     )
+    add_dashboard_parser(commands, argparse.RawDescriptionHelpFormatter)
+    add_bisect_parser(commands, argparse.RawDescriptionHelpFormatter)
     return parser
 
 
@@ -237,8 +241,8 @@ def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:
         argv, extra = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
     parser = build_parser()
     args = parser.parse_args(argv)
-    if extra and args.command != "profile":
-        parser.error("arguments after -- are passed to pytest by `perfgate profile` only")
+    if extra and args.command not in ("profile", "bisect"):
+        parser.error("arguments after -- go to pytest, for `perfgate profile` and `bisect` only")
     hardware = Hardware(getattr(args, "baselines", None), getattr(args, "hardware", None))
     try:
         if args.command == "compare":
@@ -247,6 +251,10 @@ def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:
             return _history(args, hardware, out, err)
         if args.command == "report":
             return _report(args, hardware, out, err, argv)
+        if args.command == "dashboard":
+            return run_dashboard(args, out, err)
+        if args.command == "bisect":
+            return run_bisect(args, extra, out, err)
         from perfgate.profiling import run_profile
 
         return run_profile(args.test_id, args.out, extra, out, err)

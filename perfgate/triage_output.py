@@ -7,9 +7,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from perfgate.changepoints import steps_text
 from perfgate.runs import Run, describe_changes, environment_changes
 from perfgate.tables import MISSING, fmt_percent, fmt_time, render
 from perfgate.triage import VERDICTS, CompareRow, compare_runs, history, matching_benchmarks
+from perfgate.triage_runs import as_run
 
 ENVIRONMENT_KEYS = ("torch", "triton", "cuda", "cudnn", "driver", "python")
 
@@ -129,11 +131,11 @@ def history_text(
     names = matching_benchmarks(runs, pattern)
     if not names:
         return f"no benchmark matches '{pattern}' in {len(runs)} runs\n"
-    blocks = []
+    blocks, views = [], [as_run(run) for run in runs]
     for number, fullname in enumerate(names):
         rows = history(runs, fullname)
         title = f"## {fullname}" if markdown else fullname
-        blocks += [title, "", _history_table(rows, markdown), ""]
+        blocks += [title, "", _history_table(rows, markdown), "", steps_text(views, fullname), ""]
         if plot_folder is not None and number < max_plots:
             path = _history_plot(rows, fullname.split("::")[-1], Path(plot_folder), err)
             blocks += [f"plot: {path}", ""]

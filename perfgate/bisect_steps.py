@@ -1,0 +1,137 @@
+"""One step of ``perfgate bisect``: measure the case at the checked-out commit, judge it against
+GOOD's measurement, log the step, and answer ``git bisect run`` (0 good, 1 bad, 125 skip, 128
+abort the bisection)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from perfgate.gate import TimeRegression
+from perfgate.stats import compare_samples
+from perfgate.tables import render
+from perfgate.triage_runs import load
+
+GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
+
+
+class BisectError(Exception):
+    """A bisection that cannot go on; the message says what to do."""
+
+
+def git(arguments: list[str], cwd: Path) -> str:
+    """stdout of a git command, stripped; BisectError with git's message when it fails."""
+    done = subprocess.run(["git", *arguments], cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        message = (done.stderr or done.stdout).strip().splitlines()
+        raise BisectError(f"git {arguments[0]} failed: {message[-1] if message else done}")
+    return done.stdout.strip()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="perfgate-bisect-step")
+    parser.add_argument("--good-json", type=Path, required=True)
+    parser.add_argument("--log", type=Path, required=True)
+    parser.add_argument("--tests", required=True)
+    parser.add_argument("-k", dest="case", required=True)
+    parser.add_argument("--threshold", type=float, required=True)
+    parser.add_argument("--alpha", type=float, required=True)
+    parser.add_argument("--measure-good", action="store_true")
+    return parser
+
+
+def _measure(args, commit: str, extra: list[str], cwd: Path) -> tuple[Path | None, str]:
+    """Run the case with pytest in ``cwd``: (its benchmark JSON, '') or (None, why not)."""
+    stem = "good" if args.measure_good else commit[:12]
+    folder = args.good_json.parent
+    result, log = folder / f"{stem}.json", folder / f"{stem}.log"
+    command = [sys.executable, "-m", "pytest", args.tests, "-k", args.case, "-q",
+               "-p", "no:cacheprovider", f"--benchmark-json={result}", *extra]  # fmt: skip
+    with log.open("w") as stream:
+        status = subprocess.run(command, cwd=cwd, stdout=stream, stderr=subprocess.STDOUT)
+    if status.returncode != 0:
+        return None, f"pytest exited {status.returncode} (see {log.name})"
+    if not result.is_file() or not load(result).benchmarks:
+        return None, "no benchmark ran"
+    return result, ""
+
+
+def judge(good_json: Path, current_json: Path, threshold: float, alpha: float) -> tuple[int, list]:
+    """(GOOD/BAD/SKIP, one dict per case measured on both sides) for a measurement."""
+    good, now = load(good_json).benchmarks, load(current_json).benchmarks
+    cases, verdict = [], SKIP
+    rule = TimeRegression(threshold, alpha)
+    for fullname in [name for name in now if name in good]:
+        comparison = compare_samples(good[fullname].samples, now[fullname].samples)
+        slower = rule.fails(comparison) is not None
+        verdict = BAD if slower or verdict == BAD else GOOD
+        cases.append(
+            {
+                "name": now[fullname].name,
+                "change_percent": comparison.change_percent,
+                "p_value": comparison.p_value,
+                "slower": slower,
+            }
+        )
+    return verdict, cases
+
+
+def _log(path: Path, entry: dict) -> None:
+    with path.open("a") as stream:
+        stream.write(json.dumps(entry) + "\n")
+
+
+def step_main(argv: list[str], cwd: Path | None = None) -> int:
+    """Measure and judge the commit checked out in ``cwd`` (default: the working directory)."""
+    cwd = cwd or Path.cwd()
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    args = _parser().parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    try:
+        commit = git(["rev-parse", "HEAD"], cwd)
+        entry = {"commit": commit, "subject": git(["log", "-1", "--format=%s"], cwd)}
+        result, why = _measure(args, commit, extra, cwd)
+        if result is None:
+            _log(args.log, {**entry, "verdict": "skip", "reason": why})
+            return SKIP
+        if args.measure_good:
+            _log(args.log, {**entry, "verdict": "GOOD (reference)", "reason": ""})
+            return GOOD
+        verdict, cases = judge(args.good_json, result, args.threshold, args.alpha)
+        words = {GOOD: "good", BAD: "bad", SKIP: "skip"}
+        reason = "" if cases else "no case in common with GOOD"
+        _log(args.log, {**entry, "verdict": words[verdict], "cases": cases, "reason": reason})
+        return verdict
+    except Exception as error:  # any failure of the step itself must stop the bisection
+        print(f"perfgate bisect step: {type(error).__name__}: {error}", file=sys.stderr)
+        return ABORT
+
+
+def _cases_text(cases: list) -> str:
+    return "; ".join(
+        f"{c['name']} {c['change_percent']:+.1f} % (p={c['p_value']:.2g})" for c in cases
+    )
+
+
+def log_table(log: Path) -> str:
+    """The steps so far as a table: commit, subject, verdict, measured change vs GOOD."""
+    if not log.is_file():
+        return "no step was measured\n"
+    entries = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    rows = [
+        [e["commit"][:10], e["subject"][:48], e["verdict"], _cases_text(e.get("cases", [])) or
+         e.get("reason", "")]
+        for e in entries
+    ]  # fmt: skip
+    return render(["commit", "subject", "verdict", "change vs GOOD"], rows, False) + "\n"
+
+
+def regression_of(log: Path, commit: str) -> str:
+    """What was measured at ``commit`` (the first bad one), from the log."""
+    for line in reversed(log.read_text().splitlines()):
+        entry = json.loads(line)
+        if entry["commit"] == commit and entry.get("cases"):
+            return "  measured there vs GOOD: " + _cases_text(entry["cases"])
+    return "  (no measurement of it in the log)"
