@@ -86,9 +86,9 @@ def figure(runs: Sequence, fullname: str, steps: Sequence[Step]):
 
     ratios = ratio_series(runs, fullname)
     columns = 2 if ratios else 1
-    titles = ["median time per call, band: q1 to q3 of the rounds"]
+    titles = ["median time per call, band: q1 to q3 of the rounds", "ratios (extra_info)"]
     fig = make_subplots(
-        rows=1, cols=columns, column_widths=[0.62, 0.38][:columns], subplot_titles=titles
+        rows=1, cols=columns, column_widths=[0.62, 0.38][:columns], subplot_titles=titles[:columns]
     )
     benchmarks = [run.benchmarks[fullname] for run in runs]
     unit, scale = time_unit(max(b.median for b in benchmarks))
@@ -126,13 +126,13 @@ def figure(runs: Sequence, fullname: str, steps: Sequence[Step]):
     where = {str(run.path): i for i, run in enumerate(runs)}
     step_marks = [(where[str(s.run.path)], f"step {s.change_percent:+.1f} %") for s in steps]
     _mark(fig, step_marks, "#d62728", "solid", "")
-    fig.update_yaxes(title_text=f"median ({unit})", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text=f"median ({unit})", row=1, col=1)
     for key, values in ratios.items():
         points = [(x, v) for x, v in zip(labels, values, strict=True) if v is not None]
         xs, ys = zip(*points, strict=True) if points else ((), ())
         fig.add_scatter(x=xs, y=ys, mode="lines+markers", name=key, row=1, col=2)
     if ratios:
-        fig.update_yaxes(title_text="ratio (extra_info)", row=1, col=2)
+        fig.update_yaxes(title_text="ratio", row=1, col=2)
     fig.update_xaxes(type="category", tickangle=-40)
     fig.update_layout(height=460, margin=dict(t=60, b=110), legend=dict(orientation="h", y=-0.35))
     return fig

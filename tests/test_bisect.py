@@ -1,0 +1,163 @@
+"""``perfgate bisect`` on a throwaway git repository: a tiny project whose benchmark busy-waits
+for the time written in delay.txt, six commits, one of which doubles the delay."""
+
+from __future__ import annotations
+
+import io
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from perfgate.cli import main
+
+BENCHMARK = """\
+import time
+from pathlib import Path
+
+DELAY = float(Path(__file__).with_name("delay.txt").read_text())
+
+
+def spin():
+    end = time.perf_counter() + DELAY
+    while time.perf_counter() < end:
+        pass
+
+
+def test_spin(benchmark):
+    benchmark.pedantic(spin, rounds=15, iterations=1, warmup_rounds=1)
+
+
+def test_other(benchmark):
+    benchmark.pedantic(spin, rounds=3, iterations=1)
+"""
+# (subject, files written): GOOD first, BAD last; the slowdown is planted in "use a slower loop"
+HISTORY = [
+    ("add the spin benchmark", {"bench/test_busy.py": BENCHMARK, "bench/delay.txt": "0.002"}),
+    ("break the benchmark", {"bench/test_busy.py": BENCHMARK.replace("def spin", "def spin(:")}),
+    ("fix the benchmark", {"bench/test_busy.py": BENCHMARK}),
+    ("use a slower loop", {"bench/delay.txt": "0.004"}),
+    ("write a readme", {"README": "spin\n"}),
+    ("extend the readme", {"README": "spin, slower\n"}),
+]
+
+
+def git(repo: Path, *arguments: str) -> str:
+    command = ["git", "-c", "user.name=t", "-c", "user.email=t@t", *arguments]
+    return subprocess.run(command, cwd=repo, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> tuple[Path, list[str]]:
+    """The repository and its commits, oldest first."""
+    repo = tmp_path_factory.mktemp("project")
+    git(repo, "init", "-q", "-b", "main")
+    commits = []
+    for subject, files in HISTORY:
+        for name, text in files.items():
+            (repo / name).parent.mkdir(exist_ok=True)
+            (repo / name).write_text(text)
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", subject)
+        commits.append(git(repo, "rev-parse", "HEAD").strip())
+    return repo, commits
+
+
+def state(repo: Path) -> tuple[str, str, str, str]:
+    """What must be the same before and after a bisection."""
+    return (
+        git(repo, "rev-parse", "HEAD"),
+        git(repo, "status", "--porcelain"),
+        git(repo, "worktree", "list", "--porcelain"),
+        git(repo, "for-each-ref", "refs/bisect"),
+    )
+
+
+def bisect(repo: Path, monkeypatch, tmp_path, *arguments: str) -> tuple[int, str, str]:
+    monkeypatch.chdir(repo)
+    out, err = io.StringIO(), io.StringIO()
+    command = ["bisect", *arguments, "--tests", "bench", "--out", str(tmp_path / "results")]
+    status = main(command, out=out, err=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_bisect_names_the_planted_commit_and_leaves_the_repository_as_it_was(
+    project, monkeypatch, tmp_path
+):
+    repo, commits = project
+    before = state(repo)
+    status, out, err = bisect(
+        repo, monkeypatch, tmp_path, commits[0], commits[-1], "-k", "test_spin"
+    )
+    assert status == 0, out + err
+    assert f"first bad commit: {commits[3]}" in out
+    assert "use a slower loop" in out
+    change = re.search(r"measured there vs GOOD: test_spin ([+-]\d+\.\d) %", out)
+    # planted: 2 ms -> 4 ms; on a busy machine a busy-wait loses whole scheduler ticks, so the
+    # measured change can only come out larger
+    assert change and float(change.group(1)) > 50, out
+    table = out[: out.index("first bad commit")]
+    assert re.search(rf"^{commits[-1][:10]} .* bad ", table, re.M)  # BAD, measured first
+    assert "test_other" not in table  # -k chose the case
+    assert state(repo) == before
+    log = next((tmp_path / "results").rglob("steps.jsonl"))
+    assert log.read_text().count("\n") >= 3  # GOOD, BAD and at least one step
+
+
+def test_a_commit_where_the_case_does_not_run_is_skipped(project, monkeypatch, tmp_path):
+    repo, commits = project
+    status, out, _ = bisect(repo, monkeypatch, tmp_path, commits[0], commits[2], "-k", "test_spin")
+    # GOOD to "fix the benchmark": same speed, so nothing to bisect, and the broken commit
+    # between them was never needed
+    assert status == 1
+    assert "is not slower than GOOD" in out
+    assert re.search(rf"^{commits[2][:10]} .* good ", out, re.M)
+    from perfgate.bisect_steps import SKIP, step_main
+
+    git(repo, "checkout", "-q", commits[1])
+    try:
+        args = ["--good-json", str(tmp_path / "g.json"), "--log", str(tmp_path / "log"),
+                "--tests", "bench", "-k", "spin", "--threshold", "0.1", "--alpha", "0.01"]  # fmt: skip
+        assert step_main(args, repo) == SKIP
+        assert "pytest exited 2" in (tmp_path / "log").read_text()
+    finally:
+        git(repo, "checkout", "-q", "main")
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["nonsense", "HEAD", "-k", "spin"], "'nonsense' is not a commit"),
+        (["HEAD", "HEAD~5", "-k", "spin"], "is not an ancestor of BAD"),
+        (["HEAD", "HEAD", "-k", "spin"], "the same commit"),
+        (["HEAD~5", "HEAD", "-k", "no_such_case"], "the case did not run at GOOD"),
+    ],
+)
+def test_errors_are_one_line_with_status_2_and_change_nothing(
+    project, monkeypatch, tmp_path, arguments, message
+):
+    repo, _ = project
+    before = state(repo)
+    status, _, err = bisect(repo, monkeypatch, tmp_path, *arguments)
+    assert status == 2 and message in err
+    assert err.strip().splitlines()[-1].startswith("perfgate bisect: error:")
+    assert state(repo) == before
+
+
+def test_outside_a_git_repository(tmp_path, monkeypatch):
+    status, _, err = bisect(tmp_path, monkeypatch, tmp_path, "A", "B", "-k", "x")
+    assert status == 2 and "not a git repository" in err
+
+
+def test_ctrl_c_leaves_the_repository_as_it_was(project, monkeypatch, tmp_path):
+    repo, commits = project
+    before = state(repo)
+
+    def interrupted(*_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("perfgate.bisect.step_main", interrupted)
+    status, _, err = bisect(repo, monkeypatch, tmp_path, commits[0], commits[-1], "-k", "x")
+    assert status == 130 and "left as it was" in err
+    assert state(repo) == before
