@@ -4,7 +4,8 @@ The site is ``index.html`` (every benchmark, grouped by hardware and experiment,
 change and its newest step), one page per benchmark under ``<hardware key>/``, and one shared
 ``plotly.min.js``. It is built from every hardware folder under the baseline root plus any run
 files given (e.g. the night's ``--benchmark-json``), which join their hardware's history.
-Steps that those run files revealed are printed as markdown on stdout, for a CI job summary.
+Steps that those run files revealed are printed as markdown on stdout (and appended to
+``--summary FILE``), for a CI job summary.
 
 Exit status: 0 written, 2 a run that cannot be read, no runs at all, plotly missing, or an
 output folder holding files that are not a dashboard.
@@ -158,6 +159,12 @@ def add_dashboard_parser(commands, formatter) -> None:
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="site folder")
     parser.add_argument("--baselines", metavar="DIR", help="baseline root (default: ./baselines)")
     parser.add_argument(
+        "--summary",
+        type=Path,
+        metavar="FILE",
+        help="also append the new steps (markdown) to FILE, e.g. $GITHUB_STEP_SUMMARY",
+    )
+    parser.add_argument(
         "--link-base",
         default=".",
         metavar="URL",
@@ -175,5 +182,9 @@ def run_dashboard(args: argparse.Namespace, out, err) -> int:
         return 2
     print(f"wrote {index}", file=err)
     if args.runs:
-        out.write(summary_markdown(revealed, args.link_base))
+        text = summary_markdown(revealed, args.link_base)
+        out.write(text)
+        if args.summary:
+            with args.summary.open("a", encoding="utf-8") as summary:
+                summary.write(text)
     return 0

@@ -122,11 +122,12 @@ def figure(runs: Sequence, fullname: str, steps: Sequence[Step]):
         row=1,
         col=1,
     )
-    _mark(fig, environment_marks(runs), "#888", "dash", "env: ")
+    _mark(fig, environment_marks(runs), len(runs), "#888", "dash", "env: ")
     where = {str(run.path): i for i, run in enumerate(runs)}
     step_marks = [(where[str(s.run.path)], f"step {s.change_percent:+.1f} %") for s in steps]
-    _mark(fig, step_marks, "#d62728", "solid", "")
+    _mark(fig, step_marks, len(runs), "#d62728", "solid", "")
     fig.update_yaxes(title_text=f"median ({unit})", row=1, col=1)
+    fig.update_xaxes(range=[-0.5, len(labels) - 0.5], row=1, col=1)  # annotations widen it
     for key, values in ratios.items():
         points = [(x, v) for x, v in zip(labels, values, strict=True) if v is not None]
         xs, ys = zip(*points, strict=True) if points else ((), ())
@@ -138,14 +139,15 @@ def figure(runs: Sequence, fullname: str, steps: Sequence[Step]):
     return fig
 
 
-def _mark(fig, marks: Sequence[tuple[int, str]], color: str, dash: str, prefix: str) -> None:
-    """A vertical line before each marked run (time panel), labelled at the top."""
+def _mark(fig, marks: Sequence[tuple[int, str]], runs: int, color: str, dash: str, prefix: str):
+    """A vertical line before each marked run (time panel), labelled at the top, on the side
+    with more room."""
     for index, text in marks:
         fig.add_vline(
             x=index - 0.5,
             line=dict(color=color, dash=dash, width=2),
             annotation=dict(text=html.escape(prefix + text), font=dict(color=color, size=11)),
-            annotation_position="top left",
+            annotation_position="top right" if index < runs / 2 else "top left",
             row=1,
             col=1,
         )

@@ -117,8 +117,8 @@ def test_a_commit_where_the_case_does_not_run_is_skipped(project, monkeypatch, t
 
     git(repo, "checkout", "-q", commits[1])
     try:
-        args = ["--good-json", str(tmp_path / "g.json"), "--log", str(tmp_path / "log"),
-                "--tests", "bench", "-k", "spin", "--threshold", "0.1", "--alpha", "0.01"]  # fmt: skip
+        files = ["--good-json", str(tmp_path / "g.json"), "--log", str(tmp_path / "log")]
+        args = [*files, "--tests", "bench", "-k", "spin", "--threshold", "0.1", "--alpha", "0.01"]
         assert step_main(args, repo) == SKIP
         assert "pytest exited 2" in (tmp_path / "log").read_text()
     finally:

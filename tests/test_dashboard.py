@@ -58,9 +58,13 @@ def test_a_run_file_given_joins_its_hardware_and_its_new_step_is_printed(tmp_pat
     arguments = ["--out", str(site), "--baselines", str(tmp_path / "baselines")]
     status, out, _ = perfgate("dashboard", *arguments)
     assert status == 0 and out == ""  # 2 slow runs: no step yet, nothing to summarize
-    status, out, err = perfgate("dashboard", *arguments, str(night), "--link-base", "https://x/")
+    summary = tmp_path / "summary.md"
+    summary.write_text("# nightly\n")
+    status, out, err = perfgate("dashboard", *arguments, str(night), "--link-base", "https://x/",
+                                "--summary", str(summary))  # fmt: skip
     assert status == 0, err
     assert out.startswith("New steps in the benchmark history")
+    assert summary.read_text() == "# nightly\n" + out  # appended, nothing lost
     assert f"(https://x/{KEY}/test_kernel-cpu-stepped.html)" in out
     assert "at 0012_nightly.json" in out
     assert "nightly.json" in (site / KEY / "test_kernel-cpu-stepped.html").read_text()
