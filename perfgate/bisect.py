@@ -53,7 +53,12 @@ def add_bisect_parser(commands, formatter) -> None:
     parser = commands.add_parser(
         "bisect",
         help=summary,
-        description=summary + ". " + __doc__.split("\n\n")[1].replace("\n", " "),
+        description=summary + ". GOOD and BAD are measured first, then `git bisect run` "
+        "measures each commit it picks, in a temporary git worktree (your checkout is never "
+        "touched): bad = slower than GOOD by more than the threshold and significant (one-sided "
+        "Mann-Whitney p < alpha, bootstrap interval above 1); a commit where the case does not "
+        "run is skipped. Exit status: 0 first bad commit named, 1 BAD is not slower than GOOD, "
+        "2 error, 130 interrupted.",
         epilog="examples:\n  perfgate bisect v1.0 HEAD -k 'test_dequantize and triton-32'\n"
         "  perfgate bisect abc123 main -k flash-fp16 --threshold 5% -- --device cuda",
         formatter_class=formatter,
@@ -147,9 +152,14 @@ def run_bisect(args: argparse.Namespace, extra: list[str], out, err) -> int:
         return 130
     finally:
         if repo is not None and checkout.exists():
-            subprocess.run(["git", "bisect", "reset"], cwd=checkout, capture_output=True)
-            subprocess.run(["git", "worktree", "remove", "--force", str(checkout)], cwd=repo,
-                           capture_output=True)  # fmt: skip
+            _remove_worktree(repo, checkout, err)
         shutil.rmtree(scratch, ignore_errors=True)
-        if repo is not None:
-            subprocess.run(["git", "worktree", "prune"], cwd=repo, capture_output=True)
+
+
+def _remove_worktree(repo: Path, checkout: Path, err) -> None:
+    subprocess.run(["git", "bisect", "reset"], cwd=checkout, capture_output=True)
+    removed = subprocess.run(["git", "worktree", "remove", "--force", str(checkout)], cwd=repo,
+                             capture_output=True)  # fmt: skip
+    if removed.returncode != 0:
+        print(f"perfgate bisect: could not remove the worktree {checkout}; run "
+              "`git worktree prune` once it is gone", file=err)  # fmt: skip

@@ -79,6 +79,10 @@ def judge(good_json: Path, current_json: Path, threshold: float, alpha: float) -
     return verdict, cases
 
 
+def _unclear(cases: list, threshold: float) -> bool:
+    return any(c["change_percent"] > threshold * 100 and not c["slower"] for c in cases)
+
+
 def _log(path: Path, entry: dict) -> None:
     with path.open("a") as stream:
         stream.write(json.dumps(entry) + "\n")
@@ -100,8 +104,18 @@ def step_main(argv: list[str], cwd: Path | None = None) -> int:
             _log(args.log, {**entry, "verdict": "GOOD (reference)", "reason": ""})
             return GOOD
         verdict, cases = judge(args.good_json, result, args.threshold, args.alpha)
-        words = {GOOD: "good", BAD: "bad", SKIP: "skip"}
         reason = "" if cases else "no case in common with GOOD"
+        if verdict == GOOD and _unclear(cases, args.threshold):
+            # slower beyond the threshold but not significantly: one wrong "good" sends git
+            # bisect the wrong way, so measure once more and go by the second measurement
+            _log(args.log, {**entry, "verdict": "unclear", "cases": cases, "reason": ""})
+            result, why = _measure(args, commit, extra, cwd)
+            if result is None:
+                _log(args.log, {**entry, "verdict": "skip", "reason": why})
+                return SKIP
+            verdict, cases = judge(args.good_json, result, args.threshold, args.alpha)
+            reason = "measured again"
+        words = {GOOD: "good", BAD: "bad", SKIP: "skip"}
         _log(args.log, {**entry, "verdict": words[verdict], "cases": cases, "reason": reason})
         return verdict
     except Exception as error:  # any failure of the step itself must stop the bisection

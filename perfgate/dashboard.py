@@ -150,7 +150,10 @@ def add_dashboard_parser(commands, formatter) -> None:
     parser = commands.add_parser(
         "dashboard",
         help=summary,
-        description=summary + ". " + __doc__.split("\n\n")[1].replace("\n", " "),
+        description=summary + ". Built from every hardware folder under the baseline root "
+        "plus the RUN.json files given (e.g. the night's --benchmark-json), which join their "
+        "hardware's history; the steps those files revealed are printed as markdown. The site "
+        "opens from disk: DIR/index.html. Exit status: 0 written, 2 error.",
         epilog="examples:\n  perfgate dashboard --out docs/dashboard\n"
         "  perfgate dashboard --out perfgate-results/dashboard perfgate-results/nightly.json",
         formatter_class=formatter,
