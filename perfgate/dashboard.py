@@ -96,6 +96,24 @@ def _index(sections: list[tuple[str, str, list[list[str]]]], open_steps: list[st
     return page("perfgate dashboard", "\n".join(body))
 
 
+def _write_pages(out: Path, hardware: str, runs: Sequence, open_steps: list[str]) -> dict:
+    """One page per benchmark of a hardware; returns the index rows by experiment and adds
+    each series whose newest step is a slowdown to ``open_steps``."""
+    families: dict[str, list[list[str]]] = {}
+    for fullname in benchmark_names(runs):
+        steps = changepoints.steps(runs, fullname)
+        target = out / page_path(hardware, fullname)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        measured = changepoints.measured(runs, fullname)
+        target.write_text(benchmark_page(measured, fullname, hardware, steps), "utf-8")
+        row = _index_row(hardware, runs, fullname, steps)
+        families.setdefault(experiment(fullname), []).append(row)
+        if steps and steps[-1].after > steps[-1].before:
+            link = f"<a href='{page_path(hardware, fullname)}'>{html.escape(fullname)}</a>"
+            open_steps.append(f"{link}: {step_cell(steps[-1])}")
+    return families
+
+
 def build(root: Path, extra: Sequence[Path], out: Path, err=None) -> tuple[Path, list]:
     """Write the site into ``out``; returns (index path, steps the ``extra`` runs revealed)."""
     grouped = runs_by_hardware(root, extra)
@@ -112,20 +130,8 @@ def build(root: Path, extra: Sequence[Path], out: Path, err=None) -> tuple[Path,
     for hardware, runs in grouped.items():
         if err is not None:
             print(f"{hardware}: {len(runs)} runs", file=err, flush=True)
-        rows: dict[str, list[list[str]]] = {}
-        for fullname in benchmark_names(runs):
-            measured = changepoints.measured(runs, fullname)
-            steps = changepoints.steps(runs, fullname)
-            target = out / page_path(hardware, fullname)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(benchmark_page(measured, fullname, hardware, steps), "utf-8")
-            rows.setdefault(experiment(fullname), []).append(
-                _index_row(hardware, runs, fullname, steps)
-            )
-            if steps and steps[-1].after > steps[-1].before:
-                link = f"<a href='{page_path(hardware, fullname)}'>{html.escape(fullname)}</a>"
-                open_steps.append(f"{link}: {step_cell(steps[-1])}")
-        sections += [(hardware, family, family_rows) for family, family_rows in rows.items()]
+        families = _write_pages(out, hardware, runs, open_steps)
+        sections += [(hardware, family, rows) for family, rows in families.items()]
         if since:
             revealed += [(hardware, s) for s in changepoints.new_steps(runs, since)]
     index = out / "index.html"

@@ -60,13 +60,20 @@ def runs_by_hardware(root: Path, extra: Iterable[Path] = ()) -> dict[str, list]:
     """The saved runs of every hardware folder under ``root`` plus the ``extra`` run files,
     grouped by hardware key, each list oldest first (saved order, then extras by datetime)."""
     grouped: dict[str, list] = {}
-    for folder in hardware_folders(root):
-        for path in saved_runs(folder):
-            run = load(path)
-            grouped.setdefault(folder.name, []).append(run)
-    for run in sorted((load(p) for p in extra), key=lambda r: r.datetime):
+    saved = [
+        (folder.name, path) for folder in hardware_folders(root) for path in saved_runs(folder)
+    ]
+    for key, path in saved:
+        grouped.setdefault(key, []).append(load(path))
+    known = {path.resolve() for _, path in saved}
+    given = {Path(path).resolve(): Path(path) for path in extra}  # each file once
+    for run in sorted((load(p) for r, p in given.items() if r not in known), key=_when):
         grouped.setdefault(run.hardware_key, []).append(run)
     return grouped
+
+
+def _when(run) -> str:
+    return run.datetime
 
 
 def run_label(run) -> str:

@@ -112,7 +112,9 @@ def test_bisect_names_the_planted_commit_and_leaves_the_repository_as_it_was(
 
 def test_a_commit_where_the_case_does_not_run_is_skipped(project, monkeypatch, tmp_path):
     repo, commits = project
-    status, out, err = bisect(repo, monkeypatch, tmp_path, commits[0], commits[2], "-k", "test_spin")
+    status, out, err = bisect(
+        repo, monkeypatch, tmp_path, commits[0], commits[2], "-k", "test_spin"
+    )
     # GOOD to "fix the benchmark": same speed, so nothing to bisect, and the broken commit
     # between them was never needed
     assert status == 1, out + err

@@ -134,3 +134,12 @@ def test_history_of_few_runs_says_why_no_step_can_be_found(tmp_path):
     status, out, _ = perfgate("history", STEPPED, "--baselines", str(tmp_path), "--hardware", KEY,
                               "--no-plots")  # fmt: skip
     assert "steps: none can be found in 4 runs (a step needs 3 on each side)" in out
+
+
+def test_a_saved_run_given_again_is_not_counted_twice(history, tmp_path):
+    saved = next(history.rglob("0024_nightly.json"))
+    site = tmp_path / "site"
+    status, _, _ = perfgate("dashboard", "--out", str(site), "--baselines", str(history),
+                            str(saved), str(saved))  # fmt: skip
+    assert status == 0
+    assert ", 24 runs</p>" in (site / KEY / "test_kernel-cpu-stepped.html").read_text()
