@@ -104,18 +104,19 @@ def _prepare(args, repo: Path) -> tuple[str, str, Path]:
     return good, bad, folder.resolve()
 
 
-def _bisect(args, extra, repo: Path, checkout: Path, out, err) -> int:
+def _bisect(args, extra, repo: Path, scratch: Path, out, err) -> int:
     good, bad, folder = _prepare(args, repo)
-    log = folder / "steps.jsonl"
-    git(["worktree", "add", "--detach", str(checkout), good], repo)
+    log, checkout, good_checkout = folder / "steps.jsonl", scratch / "checkout", scratch / "good"
+    git(["worktree", "add", "--detach", str(good_checkout), good], repo)
+    git(["worktree", "add", "--detach", str(checkout), bad], repo)
     options = [
         "--good-json", str(folder / "good.json"), "--log", str(log), "--tests", args.tests,
         "-k", args.case, "--threshold", str(args.threshold), "--alpha", str(args.alpha),
+        "--good-checkout", str(good_checkout),
     ]  # fmt: skip
-    print(f"measuring GOOD {good[:10]} in {checkout}...", file=err, flush=True)
-    if step_main(options + ["--measure-good", "--", *extra], checkout) != 0:
+    print(f"measuring GOOD {good[:10]} in {good_checkout}...", file=err, flush=True)
+    if step_main(options + ["--measure-good", "--", *extra], good_checkout) != 0:
         raise BisectError(f"the case did not run at GOOD {args.good}; see {folder}/good.log")
-    git(["checkout", "--quiet", "--detach", bad], checkout)
     print(f"measuring BAD {bad[:10]}...", file=err, flush=True)
     if step_main(options + ["--", *extra], checkout) != 1:
         out.write(log_table(log))
@@ -139,11 +140,10 @@ def _bisect(args, extra, repo: Path, checkout: Path, out, err) -> int:
 def run_bisect(args: argparse.Namespace, extra: list[str], out, err) -> int:
     """Run the bisection; returns the exit status (see the module docstring)."""
     scratch = Path(tempfile.mkdtemp(prefix="perfgate-bisect-"))
-    checkout = scratch / "checkout"
     repo = None
     try:
         repo = Path(git(["rev-parse", "--show-toplevel"], Path.cwd()))
-        return _bisect(args, extra, repo, checkout, out, err)
+        return _bisect(args, extra, repo, scratch, out, err)
     except BisectError as error:
         print(f"perfgate bisect: error: {error}", file=err)
         return 2
@@ -151,8 +151,9 @@ def run_bisect(args: argparse.Namespace, extra: list[str], out, err) -> int:
         print("perfgate bisect: interrupted; the repository is left as it was", file=err)
         return 130
     finally:
-        if repo is not None and checkout.exists():
-            _remove_worktree(repo, checkout, err)
+        for checkout in (scratch / "checkout", scratch / "good"):
+            if repo is not None and checkout.exists():
+                _remove_worktree(repo, checkout, err)
         shutil.rmtree(scratch, ignore_errors=True)
 
 

@@ -39,13 +39,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("-k", dest="case", required=True)
     parser.add_argument("--threshold", type=float, required=True)
     parser.add_argument("--alpha", type=float, required=True)
+    parser.add_argument("--good-checkout", type=Path, required=True)
     parser.add_argument("--measure-good", action="store_true")
     return parser
 
 
-def _measure(args, commit: str, extra: list[str], cwd: Path) -> tuple[Path | None, str]:
+def _measure(args, stem: str, extra: list[str], cwd: Path) -> tuple[Path | None, str]:
     """Run the case with pytest in ``cwd``: (its benchmark JSON, '') or (None, why not)."""
-    stem = "good" if args.measure_good else commit[:12]
     folder = args.good_json.parent
     result, log = folder / f"{stem}.json", folder / f"{stem}.log"
     command = [sys.executable, "-m", "pytest", args.tests, "-k", args.case, "-q",
@@ -96,31 +96,46 @@ def step_main(argv: list[str], cwd: Path | None = None) -> int:
     try:
         commit = git(["rev-parse", "HEAD"], cwd)
         entry = {"commit": commit, "subject": git(["log", "-1", "--format=%s"], cwd)}
-        result, why = _measure(args, commit, extra, cwd)
+        stem = "good" if args.measure_good else commit[:12]
+        result, why = _measure(args, stem, extra, cwd)
         if result is None:
             _log(args.log, {**entry, "verdict": "skip", "reason": why})
             return SKIP
         if args.measure_good:
             _log(args.log, {**entry, "verdict": "GOOD (reference)", "reason": ""})
             return GOOD
-        verdict, cases = judge(args.good_json, result, args.threshold, args.alpha)
-        reason = "" if cases else "no case in common with GOOD"
-        if verdict == GOOD and _unclear(cases, args.threshold):
-            # slower beyond the threshold but not significantly: one wrong "good" sends git
-            # bisect the wrong way, so measure once more and go by the second measurement
-            _log(args.log, {**entry, "verdict": "unclear", "cases": cases, "reason": ""})
-            result, why = _measure(args, commit, extra, cwd)
-            if result is None:
-                _log(args.log, {**entry, "verdict": "skip", "reason": why})
-                return SKIP
-            verdict, cases = judge(args.good_json, result, args.threshold, args.alpha)
-            reason = "measured again"
-        words = {GOOD: "good", BAD: "bad", SKIP: "skip"}
-        _log(args.log, {**entry, "verdict": words[verdict], "cases": cases, "reason": reason})
-        return verdict
+        return _judge_step(args, entry, result, extra, cwd)
     except Exception as error:  # any failure of the step itself must stop the bisection
         print(f"perfgate bisect step: {type(error).__name__}: {error}", file=sys.stderr)
         return ABORT
+
+
+def _judge_step(args, entry: dict, result: Path, extra: list[str], cwd: Path) -> int:
+    """GOOD/BAD/SKIP for a measurement, measuring again where one look can mislead."""
+    stem = entry["commit"][:12]
+    verdict, cases = judge(args.good_json, result, args.threshold, args.alpha)
+    reason = "" if cases else "no case in common with GOOD"
+    if verdict == GOOD and _unclear(cases, args.threshold):
+        # slower beyond the threshold but not significantly: one wrong "good" sends git
+        # bisect the wrong way, so measure once more and go by the second measurement
+        _log(args.log, {**entry, "verdict": "unclear", "cases": cases, "reason": ""})
+        result, why = _measure(args, stem + "-again", extra, cwd)
+        if result is None:
+            _log(args.log, {**entry, "verdict": "skip", "reason": why})
+            return SKIP
+        verdict, cases = judge(args.good_json, result, args.threshold, args.alpha)
+        reason = "measured again"
+    if verdict == BAD:
+        # A/B: a slow session can make every round late; GOOD measured now must agree
+        _log(args.log, {**entry, "verdict": "bad?", "cases": cases, "reason": "vs GOOD at start"})
+        fresh, why = _measure(args, f"good-now-{stem}", extra, args.good_checkout)
+        if fresh is None:
+            raise BisectError(f"GOOD no longer measures: {why}")
+        verdict, cases = judge(fresh, result, args.threshold, args.alpha)
+        reason = "vs GOOD measured again now"
+    words = {GOOD: "good", BAD: "bad", SKIP: "skip"}
+    _log(args.log, {**entry, "verdict": words[verdict], "cases": cases, "reason": reason})
+    return verdict
 
 
 def _cases_text(cases: list) -> str:
