@@ -150,11 +150,12 @@ def log_table(log: Path) -> str:
         return "no step was measured\n"
     entries = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     rows = [
-        [e["commit"][:10], e["subject"][:48], e["verdict"], _cases_text(e.get("cases", [])) or
+        [e["commit"][:10], e["subject"][:40], e["verdict"], _cases_text(e.get("cases", [])),
          e.get("reason", "")]
         for e in entries
     ]  # fmt: skip
-    return render(["commit", "subject", "verdict", "change vs GOOD"], rows, False) + "\n"
+    headers = ["commit", "subject", "verdict", "change vs GOOD", "note"]
+    return render(headers, rows, False) + "\n"
 
 
 def regression_of(log: Path, commit: str) -> str:
