@@ -3,6 +3,7 @@ none, and the steps come with their run, commit, size and p-value."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -11,6 +12,7 @@ import pytest
 from triage_data import FLAT, STEPPED, write_history
 
 from perfgate import changepoints
+from perfgate.runs import RunError
 from perfgate.triage_runs import load
 
 NOISE = 0.02  # run-to-run noise, relative standard deviation
@@ -103,3 +105,9 @@ def test_new_steps_lists_a_step_that_only_the_newest_run_made_visible():
 
 def test_new_steps_of_no_runs_is_empty():
     assert changepoints.new_steps([]) == []
+
+
+def test_without_ruptures_the_error_says_how_to_install_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ruptures", None)
+    with pytest.raises(RunError, match="pip install ruptures"):
+        changepoints.detect(noisy(12, 0))
