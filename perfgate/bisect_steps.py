@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -49,9 +50,12 @@ def _measure(args, stem: str, extra: list[str], cwd: Path) -> tuple[Path | None,
     folder = args.good_json.parent
     result, log = folder / f"{stem}.json", folder / f"{stem}.log"
     command = [sys.executable, "-m", "pytest", args.tests, "-k", args.case, "-q",
-               "-p", "no:cacheprovider", f"--benchmark-json={result}", *extra]  # fmt: skip
+               "-p", "no:cacheprovider", "--benchmark-enable", f"--benchmark-json={result}",
+               *extra]  # fmt: skip
+    # pytest-benchmark disables itself inside an xdist worker, which it tells by this variable
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}
     with log.open("w") as stream:
-        status = subprocess.run(command, cwd=cwd, stdout=stream, stderr=subprocess.STDOUT)
+        status = subprocess.run(command, cwd=cwd, env=env, stdout=stream, stderr=subprocess.STDOUT)
     if status.returncode != 0:
         return None, f"pytest exited {status.returncode} (see {log.name})"
     if not result.is_file() or not load(result).benchmarks:
