@@ -1,10 +1,11 @@
-"""``perfgate bisect`` on a throwaway git repository: a tiny project whose benchmark busy-waits
-for the time written in delay.txt, six commits, one of which doubles the delay.
+"""``perfgate bisect`` on a throwaway git repository: a tiny project whose benchmark waits for
+the time written in delay.txt, six commits, one of which doubles the delay.
 
-The delay is 100 ms (then 200 ms) because a busy-wait on a loaded machine returns late by a
-scheduler time slice or two (measured here: 2 ms rounds read 6 or 10 ms at a load of 7 on 2
-cores, and once every round of a 20 ms run read 24 ms, +20 %); the threshold is 25 % for the
-same reason: that lateness must stay well below both it and the planted slowdown."""
+The benchmark sleeps rather than busy-waits so that it puts no CPU load on the timing tests
+that xdist runs beside it. The delay is 100 ms (then 200 ms), and the threshold 25 %, because a
+process on a loaded machine resumes late by a scheduler slice or two: a busy-wait version read
+its 2 ms rounds as 6 or 10 ms at a load of 7 on 2 cores, and once every round of a 20 ms run
+came back 24 ms (+20 %). That lateness must stay well below the threshold and the slowdown."""
 
 from __future__ import annotations
 
@@ -26,27 +27,25 @@ from pathlib import Path
 DELAY = float(Path(__file__).with_name("delay.txt").read_text())
 
 
-def spin():
-    end = time.perf_counter() + DELAY
-    while time.perf_counter() < end:
-        pass
+def wait():
+    time.sleep(DELAY)
 
 
-def test_spin(benchmark):
-    benchmark.pedantic(spin, rounds=8, iterations=1, warmup_rounds=1)
+def test_wait(benchmark):
+    benchmark.pedantic(wait, rounds=8, iterations=1, warmup_rounds=1)
 
 
 def test_other(benchmark):
-    benchmark.pedantic(spin, rounds=3, iterations=1)
+    benchmark.pedantic(wait, rounds=3, iterations=1)
 """
-# (subject, files written): GOOD first, BAD last; the slowdown is planted in "use a slower loop"
+# (subject, files written): GOOD first, BAD last; the slowdown is planted in "wait twice as long"
 HISTORY = [
-    ("add the spin benchmark", {"bench/test_busy.py": BENCHMARK, "bench/delay.txt": "0.100"}),
-    ("break the benchmark", {"bench/test_busy.py": BENCHMARK.replace("def spin", "def spin(:")}),
-    ("fix the benchmark", {"bench/test_busy.py": BENCHMARK}),
-    ("use a slower loop", {"bench/delay.txt": "0.200"}),
-    ("write a readme", {"README": "spin\n"}),
-    ("extend the readme", {"README": "spin, slower\n"}),
+    ("add the wait benchmark", {"bench/test_sleepy.py": BENCHMARK, "bench/delay.txt": "0.100"}),
+    ("break the benchmark", {"bench/test_sleepy.py": BENCHMARK.replace("def wait", "def wait(:")}),
+    ("fix the benchmark", {"bench/test_sleepy.py": BENCHMARK}),
+    ("wait twice as long", {"bench/delay.txt": "0.200"}),
+    ("write a readme", {"README": "wait\n"}),
+    ("extend the readme", {"README": "wait, longer\n"}),
 ]
 
 
@@ -96,13 +95,13 @@ def test_bisect_names_the_planted_commit_and_leaves_the_repository_as_it_was(
     repo, commits = project
     before = state(repo)
     status, out, err = bisect(
-        repo, monkeypatch, tmp_path, commits[0], commits[-1], "-k", "test_spin"
+        repo, monkeypatch, tmp_path, commits[0], commits[-1], "-k", "test_wait"
     )
     assert status == 0, out + err
     assert f"first bad commit: {commits[3]}" in out
-    assert "use a slower loop" in out
-    change = re.search(r"measured there vs GOOD: test_spin ([+-]\d+\.\d) %", out)
-    # planted: 100 ms -> 200 ms; a late return from the busy-wait moves it a little either way
+    assert "wait twice as long" in out
+    change = re.search(r"measured there vs GOOD: test_wait ([+-]\d+\.\d) %", out)
+    # planted: 100 ms -> 200 ms; a late wake-up moves it a little either way
     assert change and float(change.group(1)) > 50, out
     table = out[: out.index("first bad commit")]
     assert re.search(rf"^{commits[-1][:10]} .* bad ", table, re.M)  # BAD, measured first
@@ -116,7 +115,7 @@ def test_bisect_names_the_planted_commit_and_leaves_the_repository_as_it_was(
 def test_a_commit_where_the_case_does_not_run_is_skipped(project, monkeypatch, tmp_path):
     repo, commits = project
     status, out, err = bisect(
-        repo, monkeypatch, tmp_path, commits[0], commits[2], "-k", "test_spin"
+        repo, monkeypatch, tmp_path, commits[0], commits[2], "-k", "test_wait"
     )
     # GOOD to "fix the benchmark": same speed, so nothing to bisect, and the broken commit
     # between them was never needed
@@ -129,7 +128,17 @@ def test_a_commit_where_the_case_does_not_run_is_skipped(project, monkeypatch, t
     try:
         files = ["--good-json", str(tmp_path / "g.json"), "--log", str(tmp_path / "log"),
                  "--good-checkout", str(repo)]  # fmt: skip
-        args = [*files, "--tests", "bench", "-k", "spin", "--threshold", "0.1", "--alpha", "0.01"]
+        args = [
+            *files,
+            "--tests",
+            "bench",
+            "-k",
+            "test_wait",
+            "--threshold",
+            "0.1",
+            "--alpha",
+            "0.01",
+        ]
         assert step_main(args, repo) == SKIP
         assert "pytest exited 2" in (tmp_path / "log").read_text()
     finally:
@@ -139,9 +148,9 @@ def test_a_commit_where_the_case_does_not_run_is_skipped(project, monkeypatch, t
 @pytest.mark.parametrize(
     "arguments, message",
     [
-        (["nonsense", "HEAD", "-k", "spin"], "'nonsense' is not a commit"),
-        (["HEAD", "HEAD~5", "-k", "spin"], "is not an ancestor of BAD"),
-        (["HEAD", "HEAD", "-k", "spin"], "the same commit"),
+        (["nonsense", "HEAD", "-k", "test_wait"], "'nonsense' is not a commit"),
+        (["HEAD", "HEAD~5", "-k", "test_wait"], "is not an ancestor of BAD"),
+        (["HEAD", "HEAD", "-k", "test_wait"], "the same commit"),
         (["HEAD~5", "HEAD", "-k", "no_such_case"], "the case did not run at GOOD"),
     ],
 )
@@ -176,7 +185,7 @@ def test_ctrl_c_leaves_the_repository_as_it_was(project, monkeypatch, tmp_path):
 
 def write_run(path: Path, rounds: list[float]) -> Path:
     stats = {"median": sorted(rounds)[len(rounds) // 2], "data": rounds}
-    benchmark = {"name": "test_spin", "fullname": "bench/test_busy.py::test_spin", "stats": stats}
+    benchmark = {"name": "test_wait", "fullname": "bench/test_sleepy.py::test_wait", "stats": stats}
     path.write_text(json.dumps({"benchmarks": [benchmark]}))
     return path
 
@@ -194,5 +203,5 @@ def test_judge_calls_a_slowdown_bad_only_when_significant(tmp_path, current, ver
     now = write_run(tmp_path / "now.json", current)
     found, cases = judge(good, now, threshold=0.10, alpha=0.01)
     assert found == verdict
-    assert cases[0]["name"] == "test_spin"
+    assert cases[0]["name"] == "test_wait"
     assert _unclear(cases, 0.10) == unclear
