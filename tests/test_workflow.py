@@ -89,7 +89,7 @@ def test_every_action_is_pinned_to_a_commit_with_its_version_beside_it():
 
 
 def test_gate_step_fails_the_job_when_the_gate_fails():
-    gate = step_running("tox -e")
+    gate = step_running("tox -e gpu-nightly")
     environment = re.search(r"tox -e ([\w-]+)", gate["run"]).group(1)
     commands = tox_environments().get(environment)
     assert commands is not None, f"workflow calls tox -e {environment}, which tox.ini lacks"
@@ -105,8 +105,16 @@ def test_gate_writes_its_summary_and_json_where_the_workflow_publishes_them():
     assert re.search(r"--benchmark-json \{toxinidir\}/perfgate-results/\S+\.json", commands)
 
 
+def test_the_dashboard_of_tonights_run_is_built_and_uploaded_whatever_the_gate_did():
+    dashboard = step_running("tox -e dashboard")
+    assert dashboard["if"].startswith("always()")
+    assert "perfgate-results/nightly.json" in dashboard["run"]
+    assert "--out perfgate-results/dashboard" in dashboard["run"]  # inside the uploaded folder
+    assert "dashboard" in tox_environments()
+
+
 def test_summary_and_upload_run_whatever_the_gate_did():
-    summary = step_running("GITHUB_STEP_SUMMARY")
+    summary = step_running("cat perfgate-results/gate.md")
     assert summary["if"] == "always()"
     assert "perfgate-results/gate.md" in summary["run"]
     upload = step_using("actions/upload-artifact")

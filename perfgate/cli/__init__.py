@@ -14,6 +14,8 @@ from pathlib import Path
 
 from perfgate import __version__
 from perfgate.cli import ab
+from perfgate.cli.bisect import add_bisect_parser, run_bisect
+from perfgate.cli.dashboard import add_dashboard_parser, run_dashboard
 from perfgate.cli.profile import DEFAULT_FOLDER as PROFILE_FOLDER
 from perfgate.cli.runs import Hardware
 from perfgate.report.plots import PlotsUnavailable
@@ -150,6 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder for the tables and traces (default: %(default)s)",
     )
     ab.add_parser(commands)
+    add_dashboard_parser(commands, argparse.RawDescriptionHelpFormatter)
+    add_bisect_parser(commands, argparse.RawDescriptionHelpFormatter)
     return parser
 
 
@@ -214,8 +218,10 @@ def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:
         argv, extra = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
     parser = build_parser()
     args = parser.parse_args(argv)
-    if extra and args.command not in ("profile", "ab"):
-        parser.error("arguments after -- are passed to pytest by `perfgate profile` and `ab` only")
+    if extra and args.command not in ("profile", "ab", "bisect"):
+        parser.error(
+            "arguments after -- go to pytest, for `perfgate profile`, `ab` and `bisect` only"
+        )
     hardware = Hardware(getattr(args, "baselines", None), getattr(args, "hardware", None))
     try:
         if args.command == "compare":
@@ -226,6 +232,10 @@ def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:
             return _report(args, hardware, out, err, argv)
         if args.command == "ab":
             return ab.run_ab(ab.options_from(args, extra), out, err)
+        if args.command == "dashboard":
+            return run_dashboard(args, out, err)
+        if args.command == "bisect":
+            return run_bisect(args, extra, out, err)
         from perfgate.cli.profile import run_profile
 
         _folder(args.out)

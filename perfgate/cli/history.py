@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.benchmark import Run, describe_changes, environment_changes
+from perfgate.changepoints import steps_text
 from perfgate.cli.runs import matches
 from perfgate.report.tables import MISSING, fmt_time, render
 
@@ -112,11 +113,11 @@ def history_text(
     names = matching_benchmarks(runs, pattern)
     if not names:
         return f"no benchmark matches '{pattern}' in {len(runs)} runs\n"
-    blocks = []
+    blocks, views = [], list(runs)
     for number, fullname in enumerate(names):
         rows = history(runs, fullname)
         title = f"## {fullname}" if markdown else fullname
-        blocks += [title, "", _history_table(rows, markdown), ""]
+        blocks += [title, "", _history_table(rows, markdown), "", steps_text(views, fullname), ""]
         if plot_folder is not None and number < max_plots:
             path = _history_plot(rows, fullname.split("::")[-1], Path(plot_folder), err)
             blocks += [f"plot: {path}", ""]

@@ -1,0 +1,166 @@
+"""``perfgate bisect GOOD BAD -k CASE``: the first commit that made a benchmark slower.
+
+Everything happens in a temporary ``git worktree``, so the user's checkout, branch and
+uncommitted files are never touched. GOOD and BAD are measured first (pytest with
+``--benchmark-json``); unless BAD is a regression of GOOD by the suite's rule (slower by more
+than the threshold, one-sided Mann-Whitney p < alpha, bootstrap interval above 1) there is
+nothing to bisect. Then ``git bisect run`` calls ``step_main`` at each commit: 0 good, 1 bad,
+125 skip (the case did not run, or pytest failed). The steps are logged as JSON lines and shown
+as a table with the first bad commit. The worktree and the bisect state are removed even on an
+error or Ctrl-C.
+
+Exit status: 0 first bad commit named; 1 BAD is not slower than GOOD; 2 usage, git or
+measurement error; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from perfgate.cli.bisect_steps import (
+    BisectError,
+    git,
+    log_table,
+    regression_of,
+    step_main,
+)
+from perfgate.verdict.rules import DEFAULT_ALPHA, DEFAULT_TIME_THRESHOLD
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+# git bisect run calls this with the perfgate that started the bisection (not the checkout's).
+STEP_CODE = (
+    f"import sys; sys.path.insert(0, {str(PACKAGE_ROOT)!r}); "
+    "from perfgate.cli.bisect_steps import step_main; sys.exit(step_main(sys.argv[1:]))"
+)
+
+
+def _percent(text: str) -> float:
+    try:
+        return float(text.strip().rstrip("%")) / 100.0
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from error
+
+
+def add_bisect_parser(commands, formatter) -> None:
+    """The ``bisect`` subcommand of the perfgate command line."""
+    summary = "find the first commit that made a benchmark slower (git bisect run)"
+    parser = commands.add_parser(
+        "bisect",
+        help=summary,
+        description=summary + ". GOOD and BAD are measured first, then `git bisect run` "
+        "measures each commit it picks, in a temporary git worktree (your checkout is never "
+        "touched): bad = slower than GOOD by more than the threshold and significant (one-sided "
+        "Mann-Whitney p < alpha, bootstrap interval above 1); a commit where the case does not "
+        "run is skipped. Exit status: 0 first bad commit named, 1 BAD is not slower than GOOD, "
+        "2 error, 130 interrupted.",
+        epilog="examples:\n  perfgate bisect v1.0 HEAD -k 'test_dequantize and triton-32'\n"
+        "  perfgate bisect abc123 main -k flash-fp16 --threshold 5% -- --device cuda",
+        formatter_class=formatter,
+    )
+    parser.usage = "perfgate bisect [options] GOOD BAD -k CASE [-- PYTEST_ARG ...]"
+    parser.add_argument("good", metavar="GOOD", help="a commit where the case was fast")
+    parser.add_argument("bad", metavar="BAD", help="a later commit where it is slow")
+    parser.add_argument("-k", dest="case", required=True, metavar="CASE", help="pytest -k")
+    parser.add_argument("--tests", default="perf_tests", help="test path (default: %(default)s)")
+    parser.add_argument(
+        "--threshold",
+        type=_percent,
+        default=DEFAULT_TIME_THRESHOLD,
+        metavar="PERCENT",
+        help="smallest slowdown called bad (default: 10%%)",
+    )
+    parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA, help="significance level")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("perfgate-results") / "bisect",
+        metavar="DIR",
+        help="folder for the step log and measurements (default: %(default)s)",
+    )
+
+
+def _commit(revision: str, repo: Path) -> str:
+    try:
+        return git(["rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"], repo)
+    except BisectError:
+        raise BisectError(f"'{revision}' is not a commit of {repo} (check `git log`)") from None
+
+
+def _prepare(args, repo: Path) -> tuple[str, str, Path]:
+    good, bad = _commit(args.good, repo), _commit(args.bad, repo)
+    if good == bad:
+        raise BisectError("GOOD and BAD are the same commit; name an older GOOD")
+    ancestor = subprocess.run(["git", "merge-base", "--is-ancestor", good, bad], cwd=repo)
+    if ancestor.returncode != 0:
+        raise BisectError(f"GOOD {args.good} is not an ancestor of BAD {args.bad}; swap them?")
+    folder = args.out / time.strftime("%Y%m%d-%H%M%S")
+    folder.mkdir(parents=True, exist_ok=False)
+    return good, bad, folder.resolve()
+
+
+def _bisect(args, extra, repo: Path, scratch: Path, out, err) -> int:
+    good, bad, folder = _prepare(args, repo)
+    log, checkout, good_checkout = folder / "steps.jsonl", scratch / "checkout", scratch / "good"
+    git(["worktree", "add", "--detach", str(good_checkout), good], repo)
+    git(["worktree", "add", "--detach", str(checkout), bad], repo)
+    options = [
+        "--good-json", str(folder / "good.json"), "--log", str(log), "--tests", args.tests,
+        "-k", args.case, "--threshold", str(args.threshold), "--alpha", str(args.alpha),
+        "--good-checkout", str(good_checkout),
+    ]  # fmt: skip
+    print(f"measuring GOOD {good[:10]} in {good_checkout}...", file=err, flush=True)
+    if step_main(options + ["--measure-good", "--", *extra], good_checkout) != 0:
+        raise BisectError(f"the case did not run at GOOD {args.good}; see {folder}/good.log")
+    print(f"measuring BAD {bad[:10]}...", file=err, flush=True)
+    if step_main(options + ["--", *extra], checkout) != 1:
+        out.write(log_table(log))
+        out.write(f"BAD {args.bad} is not slower than GOOD {args.good}: nothing to bisect\n")
+        return 1
+    git(["bisect", "start", bad, good], checkout)
+    command = [sys.executable, "-c", STEP_CODE, *options, "--", *extra]
+    run = subprocess.run(["git", "bisect", "run", *command], cwd=checkout, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    (folder / "git-bisect.log").write_text(run.stdout)
+    out.write(log_table(log))
+    if "is the first bad commit" not in run.stdout:
+        raise BisectError(f"git bisect named no single commit; see {folder}/git-bisect.log")
+    first = git(["rev-parse", "refs/bisect/bad"], checkout)
+    subject = git(["log", "-1", "--format=%h %s", first], checkout)
+    out.write(f"\nfirst bad commit: {first}\n  {subject}\n")
+    out.write(regression_of(log, first) + f"\nlog: {log}\n")
+    return 0
+
+
+def run_bisect(args: argparse.Namespace, extra: list[str], out, err) -> int:
+    """Run the bisection; returns the exit status (see the module docstring)."""
+    scratch = Path(tempfile.mkdtemp(prefix="perfgate-bisect-"))
+    repo = None
+    try:
+        repo = Path(git(["rev-parse", "--show-toplevel"], Path.cwd()))
+        return _bisect(args, extra, repo, scratch, out, err)
+    except BisectError as error:
+        print(f"perfgate bisect: error: {error}", file=err)
+        return 2
+    except KeyboardInterrupt:
+        print("perfgate bisect: interrupted; the repository is left as it was", file=err)
+        return 130
+    finally:
+        for checkout in (scratch / "checkout", scratch / "good"):
+            if repo is not None and checkout.exists():
+                _remove_worktree(repo, checkout, err)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _remove_worktree(repo: Path, checkout: Path, err) -> None:
+    subprocess.run(["git", "bisect", "reset"], cwd=checkout, capture_output=True)
+    removed = subprocess.run(["git", "worktree", "remove", "--force", str(checkout)], cwd=repo,
+                             capture_output=True)  # fmt: skip
+    if removed.returncode != 0:
+        print(f"perfgate bisect: could not remove the worktree {checkout}; run "
+              "`git worktree prune` once it is gone", file=err)  # fmt: skip

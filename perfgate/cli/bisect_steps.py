@@ -1,0 +1,171 @@
+"""One step of ``perfgate bisect``: measure the case at the checked-out commit, judge it against
+GOOD's measurement, log the step, and answer ``git bisect run`` (0 good, 1 bad, 125 skip, 128
+abort the bisection)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from perfgate.cli.history_runs import load
+from perfgate.report.tables import render
+from perfgate.stats import compare_samples
+from perfgate.verdict.rules import TimeRegression
+
+GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
+
+
+class BisectError(Exception):
+    """A bisection that cannot go on; the message says what to do."""
+
+
+def git(arguments: list[str], cwd: Path) -> str:
+    """stdout of a git command, stripped; BisectError with git's message when it fails."""
+    done = subprocess.run(["git", *arguments], cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        message = (done.stderr or done.stdout).strip().splitlines()
+        raise BisectError(f"git {arguments[0]} failed: {message[-1] if message else done}")
+    return done.stdout.strip()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="perfgate-bisect-step")
+    parser.add_argument("--good-json", type=Path, required=True)
+    parser.add_argument("--log", type=Path, required=True)
+    parser.add_argument("--tests", required=True)
+    parser.add_argument("-k", dest="case", required=True)
+    parser.add_argument("--threshold", type=float, required=True)
+    parser.add_argument("--alpha", type=float, required=True)
+    parser.add_argument("--good-checkout", type=Path, required=True)
+    parser.add_argument("--measure-good", action="store_true")
+    return parser
+
+
+def _measure(args, stem: str, extra: list[str], cwd: Path) -> tuple[Path | None, str]:
+    """Run the case with pytest in ``cwd``: (its benchmark JSON, '') or (None, why not)."""
+    folder = args.good_json.parent
+    result, log = folder / f"{stem}.json", folder / f"{stem}.log"
+    command = [sys.executable, "-m", "pytest", args.tests, "-k", args.case, "-q",
+               "-p", "no:cacheprovider", "--benchmark-enable", f"--benchmark-json={result}",
+               *extra]  # fmt: skip
+    # pytest-benchmark disables itself inside an xdist worker, which it tells by this variable
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}
+    with log.open("w") as stream:
+        status = subprocess.run(command, cwd=cwd, env=env, stdout=stream, stderr=subprocess.STDOUT)
+    if status.returncode != 0:
+        return None, f"pytest exited {status.returncode} (see {log.name})"
+    if not result.is_file() or not load(result).benchmarks:
+        return None, "no benchmark ran"
+    return result, ""
+
+
+def judge(good_json: Path, current_json: Path, threshold: float, alpha: float) -> tuple[int, list]:
+    """(GOOD/BAD/SKIP, one dict per case measured on both sides) for a measurement."""
+    good, now = load(good_json).benchmarks, load(current_json).benchmarks
+    cases, verdict = [], SKIP
+    rule = TimeRegression(threshold, alpha)
+    for fullname in [name for name in now if name in good]:
+        comparison = compare_samples(good[fullname].samples, now[fullname].samples)
+        slower = rule.fails(comparison) is not None
+        verdict = BAD if slower or verdict == BAD else GOOD
+        cases.append(
+            {
+                "name": now[fullname].name,
+                "change_percent": comparison.change_percent,
+                "p_value": comparison.p_value,
+                "slower": slower,
+            }
+        )
+    return verdict, cases
+
+
+def _unclear(cases: list, threshold: float) -> bool:
+    return any(c["change_percent"] > threshold * 100 and not c["slower"] for c in cases)
+
+
+def _log(path: Path, entry: dict) -> None:
+    with path.open("a") as stream:
+        stream.write(json.dumps(entry) + "\n")
+
+
+def step_main(argv: list[str], cwd: Path | None = None) -> int:
+    """Measure and judge the commit checked out in ``cwd`` (default: the working directory)."""
+    cwd = cwd or Path.cwd()
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    args = _parser().parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    try:
+        commit = git(["rev-parse", "HEAD"], cwd)
+        entry = {"commit": commit, "subject": git(["log", "-1", "--format=%s"], cwd)}
+        stem = "good" if args.measure_good else commit[:12]
+        result, why = _measure(args, stem, extra, cwd)
+        if result is None:
+            _log(args.log, {**entry, "verdict": "skip", "reason": why})
+            return SKIP
+        if args.measure_good:
+            _log(args.log, {**entry, "verdict": "GOOD (reference)", "reason": ""})
+            return GOOD
+        return _judge_step(args, entry, result, extra, cwd)
+    except Exception as error:  # any failure of the step itself must stop the bisection
+        print(f"perfgate bisect step: {type(error).__name__}: {error}", file=sys.stderr)
+        return ABORT
+
+
+def _judge_step(args, entry: dict, result: Path, extra: list[str], cwd: Path) -> int:
+    """GOOD/BAD/SKIP for a measurement, measuring again where one look can mislead."""
+    stem = entry["commit"][:12]
+    verdict, cases = judge(args.good_json, result, args.threshold, args.alpha)
+    reason = "" if cases else "no case in common with GOOD"
+    if verdict == GOOD and _unclear(cases, args.threshold):
+        # slower beyond the threshold but not significantly: one wrong "good" sends git
+        # bisect the wrong way, so measure once more and go by the second measurement
+        _log(args.log, {**entry, "verdict": "unclear", "cases": cases, "reason": ""})
+        result, why = _measure(args, stem + "-again", extra, cwd)
+        if result is None:
+            _log(args.log, {**entry, "verdict": "skip", "reason": why})
+            return SKIP
+        verdict, cases = judge(args.good_json, result, args.threshold, args.alpha)
+        reason = "measured again"
+    if verdict == BAD:
+        # A/B: a slow session can make every round late; GOOD measured now must agree
+        _log(args.log, {**entry, "verdict": "bad?", "cases": cases, "reason": "vs GOOD at start"})
+        fresh, why = _measure(args, f"good-now-{stem}", extra, args.good_checkout)
+        if fresh is None:
+            raise BisectError(f"GOOD no longer measures: {why}")
+        verdict, cases = judge(fresh, result, args.threshold, args.alpha)
+        reason = "vs GOOD measured again now"
+    words = {GOOD: "good", BAD: "bad", SKIP: "skip"}
+    _log(args.log, {**entry, "verdict": words[verdict], "cases": cases, "reason": reason})
+    return verdict
+
+
+def _cases_text(cases: list) -> str:
+    return "; ".join(
+        f"{c['name']} {c['change_percent']:+.1f} % (p={c['p_value']:.2g})" for c in cases
+    )
+
+
+def log_table(log: Path) -> str:
+    """The steps so far as a table: commit, subject, verdict, measured change vs GOOD."""
+    if not log.is_file():
+        return "no step was measured\n"
+    entries = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    rows = [
+        [e["commit"][:10], e["subject"][:40], e["verdict"], _cases_text(e.get("cases", [])),
+         e.get("reason", "")]
+        for e in entries
+    ]  # fmt: skip
+    headers = ["commit", "subject", "verdict", "change vs GOOD", "note"]
+    return render(headers, rows, False) + "\n"
+
+
+def regression_of(log: Path, commit: str) -> str:
+    """What was measured at ``commit`` (the first bad one), from the log."""
+    for line in reversed(log.read_text().splitlines()):
+        entry = json.loads(line)
+        if entry["commit"] == commit and entry.get("cases"):
+            return "  measured there vs GOOD: " + _cases_text(entry["cases"])
+    return "  (no measurement of it in the log)"

@@ -1,0 +1,199 @@
+"""``perfgate dashboard``: a static HTML site of every benchmark's history, viewable from disk.
+
+The site is ``index.html`` (every benchmark, grouped by hardware and experiment, with its latest
+change and its newest step), one page per benchmark under ``<hardware key>/``, and one shared
+``plotly.min.js``. It is built from every hardware folder under the baseline root plus any run
+files given (e.g. the night's ``--benchmark-json``), which join their hardware's history.
+Steps that those run files revealed are printed as markdown on stdout (and appended to
+``--summary FILE``), for a CI job summary.
+
+Exit status: 0 written, 2 a run that cannot be read, no runs at all, plotly missing, or an
+output folder holding files that are not a dashboard.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+from collections.abc import Sequence
+from pathlib import Path
+
+from perfgate import changepoints
+from perfgate.cli.dashboard_page import benchmark_page, page, step_cell, table
+from perfgate.cli.history_runs import benchmark_names, runs_by_hardware
+from perfgate.cli.runs import default_baselines_root
+from perfgate.report.tables import MISSING, fmt_time
+from perfgate.report.common import slug
+from perfgate.store import StoreError as RunError
+
+MARKER = ".perfgate-dashboard"  # written into the folder: it may be rebuilt in place
+
+
+class DashboardError(Exception):
+    """The dashboard cannot be built; the message says what to do."""
+
+
+def experiment(fullname: str) -> str:
+    """'sdpa' for 'perf_tests/test_sdpa.py::test_attention[...]'."""
+    module = fullname.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
+    return module.removeprefix("test_") or "other"
+
+
+def page_path(hardware: str, fullname: str) -> str:
+    """The page of a benchmark, relative to the site's root."""
+    return f"{slug(hardware)}/{slug(fullname.split('::')[-1])}.html"
+
+
+def _prepare(out: Path) -> None:
+    if out.exists() and any(out.iterdir()) and not (out / MARKER).exists():
+        raise DashboardError(
+            f"{out} holds files that are not a perfgate dashboard; pass --out with a new or "
+            "empty folder (nothing there is overwritten)"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("built by perfgate dashboard; safe to delete and rebuild\n")
+
+
+def _plotly_js() -> str:
+    try:
+        from plotly.offline import get_plotlyjs
+    except ImportError as error:
+        raise DashboardError(
+            "the dashboard needs plotly, which is not installed: pip install 'perfgate[dashboard]'"
+        ) from error
+    return get_plotlyjs()
+
+
+def _index_row(hardware: str, runs: Sequence, fullname: str, steps) -> list[str]:
+    measured = changepoints.measured(runs, fullname)
+    newest = measured[-1].benchmarks[fullname]
+    change = MISSING
+    if len(measured) > 1:
+        change = f"{(newest.median / measured[-2].benchmarks[fullname].median - 1) * 100:+.1f} %"
+    link = f"<a href='{page_path(hardware, fullname)}'>{html.escape(newest.name)}</a>"
+    return [
+        link,
+        html.escape(str(newest.group)),
+        str(len(measured)),
+        fmt_time(newest.median),
+        change,
+        step_cell(steps[-1] if steps else None),
+    ]
+
+
+def _index(sections: list[tuple[str, str, list[list[str]]]], open_steps: list[str]) -> str:
+    headers = ["benchmark", "group", "runs", "newest median", "vs previous run", "newest step"]
+    body = ["<h1>perfgate: benchmark history</h1>"]
+    if open_steps:
+        body += ["<h2>Open slowdowns (newest step of a series is slower)</h2>"]
+        body += ["<ul>" + "".join(f"<li>{s}</li>" for s in open_steps) + "</ul>"]
+    hardware_seen = None
+    for hardware, family, rows in sections:
+        if hardware != hardware_seen:
+            body.append(f"<h2>{html.escape(hardware)}</h2>")
+            hardware_seen = hardware
+        body += [f"<h3>{html.escape(family)}</h3>", table(headers, rows)]
+    return page("perfgate dashboard", "\n".join(body))
+
+
+def _write_pages(out: Path, hardware: str, runs: Sequence, open_steps: list[str]) -> dict:
+    """One page per benchmark of a hardware; returns the index rows by experiment and adds
+    each series whose newest step is a slowdown to ``open_steps``."""
+    families: dict[str, list[list[str]]] = {}
+    for fullname in benchmark_names(runs):
+        steps = changepoints.steps(runs, fullname)
+        target = out / page_path(hardware, fullname)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        measured = changepoints.measured(runs, fullname)
+        target.write_text(benchmark_page(measured, fullname, hardware, steps), "utf-8")
+        row = _index_row(hardware, runs, fullname, steps)
+        families.setdefault(experiment(fullname), []).append(row)
+        if steps and steps[-1].after > steps[-1].before:
+            link = f"<a href='{page_path(hardware, fullname)}'>{html.escape(fullname)}</a>"
+            open_steps.append(f"{link}: {step_cell(steps[-1])}")
+    return families
+
+
+def build(root: Path, extra: Sequence[Path], out: Path, err=None) -> tuple[Path, list]:
+    """Write the site into ``out``; returns (index path, steps the ``extra`` runs revealed)."""
+    grouped = runs_by_hardware(root, extra)
+    if not grouped:
+        raise DashboardError(
+            f"no saved runs under {root} and no run files given; pass --baselines DIR or RUN.json"
+        )
+    _prepare(out)
+    (out / "plotly.min.js").write_text(_plotly_js(), encoding="utf-8")
+    given = {Path(p).resolve() for p in extra}
+    new = [run for runs in grouped.values() for run in runs if run.path.resolve() in given]
+    since = min((run.datetime for run in new), default="")
+    sections, open_steps, revealed = [], [], []
+    for hardware, runs in grouped.items():
+        if err is not None:
+            print(f"{hardware}: {len(runs)} runs", file=err, flush=True)
+        families = _write_pages(out, hardware, runs, open_steps)
+        sections += [(hardware, family, rows) for family, rows in families.items()]
+        if since:
+            revealed += [(hardware, s) for s in changepoints.new_steps(runs, since)]
+    index = out / "index.html"
+    index.write_text(_index(sections, open_steps), encoding="utf-8")
+    return index, revealed
+
+
+def summary_markdown(revealed: list, site: str) -> str:
+    """Markdown lines for a job summary: the steps the new runs revealed, linked to their pages."""
+    if not revealed:
+        return "No new step in the benchmark history.\n"
+    lines = ["New steps in the benchmark history (tested across runs, not against one baseline):"]
+    for hardware, step in revealed:
+        link = f"{site.rstrip('/')}/{page_path(hardware, step.fullname)}"
+        lines.append(f"- [{step.fullname}]({link}) on {hardware}: {step.describe()}")
+    return "\n".join(lines) + "\n"
+
+
+def add_dashboard_parser(commands, formatter) -> None:
+    """The ``dashboard`` subcommand of the perfgate command line."""
+    summary = "static HTML history of every benchmark, with steps and environment changes"
+    parser = commands.add_parser(
+        "dashboard",
+        help=summary,
+        description=summary + ". Built from every hardware folder under the baseline root "
+        "plus the RUN.json files given (e.g. the night's --benchmark-json), which join their "
+        "hardware's history; the steps those files revealed are printed as markdown. The site "
+        "opens from disk: DIR/index.html. Exit status: 0 written, 2 error.",
+        epilog="examples:\n  perfgate dashboard --out docs/dashboard\n"
+        "  perfgate dashboard --out perfgate-results/dashboard perfgate-results/nightly.json",
+        formatter_class=formatter,
+    )
+    parser.add_argument("runs", nargs="*", type=Path, metavar="RUN.json", help="extra run files")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="site folder")
+    parser.add_argument("--baselines", metavar="DIR", help="baseline root (default: ./baselines)")
+    parser.add_argument(
+        "--summary",
+        type=Path,
+        metavar="FILE",
+        help="also append the new steps (markdown) to FILE, e.g. $GITHUB_STEP_SUMMARY",
+    )
+    parser.add_argument(
+        "--link-base",
+        default=".",
+        metavar="URL",
+        help="prefix of page links in the printed new steps (default: %(default)s)",
+    )
+
+
+def run_dashboard(args: argparse.Namespace, out, err) -> int:
+    """Build the site; returns the exit status (see the module docstring)."""
+    root = Path(args.baselines) if args.baselines else default_baselines_root()
+    try:
+        index, revealed = build(root, args.runs, args.out, err)
+    except (DashboardError, RunError) as error:
+        print(f"perfgate dashboard: error: {error}", file=err)
+        return 2
+    print(f"wrote {index}", file=err)
+    if args.runs:
+        text = summary_markdown(revealed, args.link_base)
+        out.write(text)
+        if args.summary:
+            with args.summary.open("a", encoding="utf-8") as summary:
+                summary.write(text)
+    return 0

@@ -1,0 +1,206 @@
+"""One benchmark's page of the dashboard: its history plot (plotly) and tables.
+
+The plot shows the median per run with the interquartile band of its rounds, a dashed line where
+the environment changed (torch, Triton, CUDA, cuDNN, driver, Python, host malloc), a red line at
+each detected step, and, beside the times, the ratio series the benchmark stores (fraction of the
+copy roofline, saved fractions, speedups).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import numpy as np
+
+from perfgate.benchmark import describe_changes, environment_changes
+from perfgate.changepoints import Step
+from perfgate.cli.history_runs import run_label, short_commit
+from perfgate.report.tables import MISSING, fmt_time, time_unit
+
+PAGE_STYLE = """
+body { font-family: sans-serif; margin: 1.5em; color: #222; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0 1.5em; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: left; }
+th { background: #f2f2f2; }
+.slower { color: #b00020; font-weight: bold; }
+.faster { color: #1b7a1b; font-weight: bold; }
+.muted { color: #777; }
+"""
+
+
+def page(title: str, body: str, script_prefix: str = "") -> str:
+    """A whole HTML page; ``script_prefix`` is the relative path to plotly.min.js's folder."""
+    return (
+        "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{PAGE_STYLE}</style>"
+        f"<script src='{script_prefix}plotly.min.js'></script></head>"
+        f"<body>\n{body}\n</body></html>\n"
+    )
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], css: str = "") -> str:
+    """An HTML table; cells are HTML already (escape text before)."""
+    head = "".join(f"<th>{h}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table class='{css}'><tr>{head}</tr>{body}</table>"
+
+
+def is_ratio_key(key: str) -> bool:
+    """extra_info entries drawn beside the times: dimensionless ratios."""
+    return "fraction" in key or "speedup" in key or key.endswith("_ratio")
+
+
+def ratio_series(runs: Sequence, fullname: str) -> dict[str, list[float | None]]:
+    """{extra_info key: value per run} for every numeric ratio entry of the benchmark."""
+    keys: dict[str, None] = {}
+    for run in runs:
+        for key, value in run.benchmarks[fullname].extra_info.items():
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if number and is_ratio_key(key):
+                keys.setdefault(key)
+    return {key: [run.benchmarks[fullname].extra_info.get(key) for run in runs] for key in keys}
+
+
+def quartiles(benchmark) -> tuple[float, float]:
+    """(q1, q3) seconds of the rounds; the median twice when no rounds were saved."""
+    if not benchmark.samples:
+        return benchmark.median, benchmark.median
+    q1, q3 = np.percentile(benchmark.samples, [25, 75])
+    return float(q1), float(q3)
+
+
+def environment_marks(runs: Sequence) -> list[tuple[int, str]]:
+    """(index of the first run in the new environment, what changed)."""
+    marks = []
+    for i in range(1, len(runs)):
+        changes = environment_changes(runs[i - 1].environment, runs[i].environment)
+        if changes:
+            marks.append((i, describe_changes(changes)))
+    return marks
+
+
+def figure(runs: Sequence, fullname: str, steps: Sequence[Step]):
+    """The plotly figure of one benchmark over ``runs`` (only runs that measured it)."""
+    from plotly.subplots import make_subplots
+
+    ratios = ratio_series(runs, fullname)
+    columns = 2 if ratios else 1
+    titles = ["median time per call, band: q1 to q3 of the rounds", "ratios (extra_info)"]
+    fig = make_subplots(
+        rows=1, cols=columns, column_widths=[0.62, 0.38][:columns], subplot_titles=titles[:columns]
+    )
+    benchmarks = [run.benchmarks[fullname] for run in runs]
+    unit, scale = time_unit(max(b.median for b in benchmarks))
+    labels = [run_label(run) for run in runs]
+    low, high = zip(*(quartiles(b) for b in benchmarks), strict=True)
+    band = dict(mode="lines", line=dict(width=0), hoverinfo="skip", showlegend=False)
+    fig.add_scatter(x=labels, y=[q / scale for q in low], row=1, col=1, **band)
+    fig.add_scatter(
+        x=labels,
+        y=[q / scale for q in high],
+        fill="tonexty",
+        fillcolor="rgba(31,119,180,0.2)",
+        name="q1 to q3",
+        row=1,
+        col=1,
+        **{k: v for k, v in band.items() if k != "showlegend"},
+    )
+    hover = [
+        f"{run.path.name}<br>{run.datetime[:19]}<br>commit {short_commit(run)}<br>"
+        f"median {fmt_time(b.median)}, {len(b.samples)} rounds"
+        for run, b in zip(runs, benchmarks, strict=True)
+    ]
+    fig.add_scatter(
+        x=labels,
+        y=[b.median / scale for b in benchmarks],
+        mode="lines+markers",
+        name="median",
+        text=hover,
+        hoverinfo="text",
+        line=dict(color="#1f77b4"),
+        row=1,
+        col=1,
+    )
+    _mark(fig, environment_marks(runs), len(runs), "#888", "dash", "env: ")
+    where = {str(run.path): i for i, run in enumerate(runs)}
+    step_marks = [(where[str(s.run.path)], f"step {s.change_percent:+.1f} %") for s in steps]
+    _mark(fig, step_marks, len(runs), "#d62728", "solid", "")
+    fig.update_yaxes(title_text=f"median ({unit})", row=1, col=1)
+    fig.update_xaxes(range=[-0.5, len(labels) - 0.5], row=1, col=1)  # annotations widen it
+    for key, values in ratios.items():
+        points = [(x, v) for x, v in zip(labels, values, strict=True) if v is not None]
+        xs, ys = zip(*points, strict=True) if points else ((), ())
+        fig.add_scatter(x=xs, y=ys, mode="lines+markers", name=key, row=1, col=2)
+    if ratios:
+        fig.update_yaxes(title_text="ratio", row=1, col=2)
+    fig.update_xaxes(type="category", tickangle=-40)
+    fig.update_layout(height=460, margin=dict(t=60, b=110), legend=dict(orientation="h", y=-0.35))
+    return fig
+
+
+def _mark(fig, marks: Sequence[tuple[int, str]], runs: int, color: str, dash: str, prefix: str):
+    """A vertical line before each marked run (time panel), labelled at the top, on the side
+    with more room."""
+    for index, text in marks:
+        fig.add_vline(
+            x=index - 0.5,
+            line=dict(color=color, dash=dash, width=2),
+            annotation=dict(text=html.escape(prefix + text), font=dict(color=color, size=11)),
+            annotation_position="top right" if index < runs / 2 else "top left",
+            row=1,
+            col=1,
+        )
+
+
+def run_rows(runs: Sequence, fullname: str) -> list[list[str]]:
+    rows, previous, marks = [], None, dict(environment_marks(runs))
+    for i, run in enumerate(runs):
+        b = run.benchmarks[fullname]
+        q1, q3 = quartiles(b)
+        change = MISSING if previous is None else f"{(b.median / previous - 1) * 100:+.1f} %"
+        previous = b.median
+        rows.append(
+            [
+                html.escape(run.path.name),
+                html.escape(run.datetime[:16].replace("T", " ")),
+                html.escape(short_commit(run)),
+                fmt_time(b.median),
+                fmt_time(q3 - q1),
+                str(len(b.samples)),
+                change,
+                html.escape(marks.get(i, "")),
+            ]
+        )
+    return rows
+
+
+def step_cell(step: Step | None) -> str:
+    """A step as a coloured HTML snippet, or a muted 'none'."""
+    if step is None:
+        return "<span class='muted'>none</span>"
+    css = "slower" if step.after > step.before else "faster"
+    return f"<span class='step {css}'>{html.escape(step.describe())}</span>"
+
+
+def benchmark_page(runs: Sequence, fullname: str, hardware: str, steps: Sequence[Step]) -> str:
+    """The HTML of one benchmark's page (plotly.min.js one folder up)."""
+    first = runs[0].benchmarks[fullname]
+    plot = figure(runs, fullname, steps).to_html(
+        full_html=False, include_plotlyjs=False, div_id="history"
+    )
+    headers = ["run", "date (UTC)", "commit", "median", "IQR", "rounds", "vs previous", "env"]
+    body = [
+        "<p><a href='../index.html'>&larr; all benchmarks</a></p>",
+        f"<h1>{html.escape(first.name)}</h1>",
+        f"<p>{html.escape(fullname)}<br>hardware {html.escape(hardware)}, group "
+        f"{html.escape(str(first.group))}, {len(runs)} runs</p>",
+        plot,
+        "<h2>Steps</h2>",
+        "<ul>" + "".join(f"<li>{step_cell(s)}</li>" for s in steps) + "</ul>"
+        if steps
+        else "<p class='muted'>no significant step (PELT + permutation test, see TRIAGE.md)</p>",
+        "<h2>Runs</h2>",
+        table(headers, run_rows(runs, fullname)),
+    ]
+    return page(first.name, "\n".join(body), script_prefix="../")

@@ -1,0 +1,145 @@
+"""``perfgate dashboard`` and the steps in ``perfgate history``, on synthetic histories."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+import sys
+
+import pytest
+from triage_data import KEY, STEPPED, write_history
+
+from perfgate.cli import main
+
+pytest.importorskip(
+    "plotly", reason="the dashboard needs plotly: pip install 'perfgate[dashboard]'"
+)
+
+
+def perfgate(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = main(list(args), out=out, err=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def history(tmp_path):
+    write_history(tmp_path / "baselines", runs=24, step_at=12)
+    return tmp_path / "baselines"
+
+
+def test_dashboard_has_an_index_linking_one_page_per_benchmark(history, tmp_path):
+    site = tmp_path / "site"
+    status, _, err = perfgate("dashboard", "--out", str(site), "--baselines", str(history))
+    assert status == 0, err
+    index = (site / "index.html").read_text()
+    links = re.findall(r"href='([^']+\.html)'", index)
+    assert sorted(set(links)) == [
+        f"{KEY}/test_kernel-cpu-flat.html",
+        f"{KEY}/test_kernel-cpu-stepped.html",
+    ]
+    assert "<h2>Synthetic-CPU-2cores</h2>" in index and "<h3>synthetic</h3>" in index
+    assert "Open slowdowns" in index and "0013_nightly.json" in index
+    page = (site / KEY / "test_kernel-cpu-stepped.html").read_text()
+    assert "src='../plotly.min.js'" in page
+    assert "step +" in page and "env: torch 2.13.0 -&gt; 2.14.0" in page
+    assert "fraction_of_copy" in page  # the ratio panel beside the times
+    assert "no significant step" in (site / KEY / "test_kernel-cpu-flat.html").read_text()
+    assert len(list(site.rglob("plotly*.js"))) == 1
+
+
+def test_a_run_file_given_joins_its_hardware_and_its_new_step_is_printed(tmp_path):
+    folder = write_history(tmp_path / "baselines", runs=14, step_at=11)
+    night = tmp_path / "nightly.json"
+    shutil.move(folder / "0014_nightly.json", night)
+    site = tmp_path / "site"
+    arguments = ["--out", str(site), "--baselines", str(tmp_path / "baselines")]
+    status, out, _ = perfgate("dashboard", *arguments)
+    assert status == 0 and out == ""  # 2 slow runs: no step yet, nothing to summarize
+    summary = tmp_path / "summary.md"
+    summary.write_text("# nightly\n")
+    status, out, err = perfgate("dashboard", *arguments, str(night), "--link-base", "https://x/",
+                                "--summary", str(summary))  # fmt: skip
+    assert status == 0, err
+    assert out.startswith("New steps in the benchmark history")
+    assert summary.read_text() == "# nightly\n" + out  # appended, nothing lost
+    assert f"(https://x/{KEY}/test_kernel-cpu-stepped.html)" in out
+    assert "at 0012_nightly.json" in out
+    assert "nightly.json" in (site / KEY / "test_kernel-cpu-stepped.html").read_text()
+
+
+def test_no_new_step_is_said_in_one_line(history, tmp_path):
+    night = tmp_path / "nightly.json"
+    run = json.loads(next(history.rglob("0024_nightly.json")).read_text())
+    run["datetime"] = "2026-12-01T00:00:00+00:00"
+    night.write_text(json.dumps(run))
+    status, out, _ = perfgate("dashboard", "--out", str(tmp_path / "s"), "--baselines",
+                              str(history), str(night))  # fmt: skip
+    assert (status, out) == (0, "No new step in the benchmark history.\n")
+
+
+def test_rebuilding_in_place_works_but_a_foreign_folder_is_left_alone(history, tmp_path):
+    site = tmp_path / "site"
+    assert perfgate("dashboard", "--out", str(site), "--baselines", str(history))[0] == 0
+    assert perfgate("dashboard", "--out", str(site), "--baselines", str(history))[0] == 0
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    status, _, err = perfgate("dashboard", "--out", str(mine), "--baselines", str(history))
+    assert status == 2
+    assert err.count("\n") == 1 and "not a perfgate dashboard" in err
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+
+
+@pytest.mark.parametrize(
+    "problem, expected",
+    [("empty", "no saved runs under"), ("corrupt", "not valid JSON"), ("missing", "cannot read")],
+)
+def test_errors_are_one_line_with_status_2(tmp_path, problem, expected):
+    root = tmp_path / "baselines"
+    root.mkdir()
+    runs = []
+    if problem == "corrupt":
+        (tmp_path / "bad.json").write_text("{")
+        runs = [str(tmp_path / "bad.json")]
+    if problem == "missing":
+        runs = [str(tmp_path / "absent.json")]
+    status, _, err = perfgate("dashboard", "--out", str(tmp_path / "s"), "--baselines",
+                              str(root), *runs)  # fmt: skip
+    assert status == 2 and expected in err
+    assert err.startswith("perfgate dashboard: error:") and err.count("\n") == 1
+
+
+def test_without_plotly_the_error_says_how_to_install_it(history, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "plotly.offline", None)
+    status, _, err = perfgate("dashboard", "--out", str(tmp_path / "s"), "--baselines",
+                              str(history))  # fmt: skip
+    assert status == 2 and "pip install 'perfgate[dashboard]'" in err
+
+
+def test_history_prints_the_steps_of_each_benchmark(history):
+    where = ["--baselines", str(history), "--hardware", KEY, "--no-plots"]
+    status, out, _ = perfgate("history", STEPPED, *where)
+    assert status == 0
+    assert re.search(r"^steps \(PELT.*\):\n  \+\d+\.\d % \(slower\) at 0013_nightly\.json", out,
+                     re.M)  # fmt: skip
+    status, out, _ = perfgate("history", "cpu-flat", *where)
+    assert "steps: none found in 24 runs" in out
+
+
+def test_history_of_few_runs_says_why_no_step_can_be_found(tmp_path):
+    write_history(tmp_path, runs=4, step_at=2)
+    status, out, _ = perfgate("history", STEPPED, "--baselines", str(tmp_path), "--hardware", KEY,
+                              "--no-plots")  # fmt: skip
+    assert "steps: none can be found in 4 runs (a step needs 3 on each side)" in out
+
+
+def test_a_saved_run_given_again_is_not_counted_twice(history, tmp_path):
+    saved = next(history.rglob("0024_nightly.json"))
+    site = tmp_path / "site"
+    status, _, _ = perfgate("dashboard", "--out", str(site), "--baselines", str(history),
+                            str(saved), str(saved))  # fmt: skip
+    assert status == 0
+    assert ", 24 runs</p>" in (site / KEY / "test_kernel-cpu-stepped.html").read_text()
