@@ -70,7 +70,17 @@ HOST_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", list(HOST_CASES))
+# dequantize's count drifts up to +0.46 % from one process to the next (allocator state): 0.75 %
+TOLERANCE = {"dequantize-reference-4096": 0.0075}
+CASES = [
+    pytest.param(name, marks=pytest.mark.perfgate(family="host", threshold=TOLERANCE[name]))
+    if name in TOLERANCE
+    else name
+    for name in HOST_CASES
+]
+
+
+@pytest.mark.parametrize("case", CASES)
 def test_host_overhead(benchmark, instruction_counts, case):
     benchmark.group = "host overhead: instructions per call (1 ns = 1 instruction)"
     record_instructions(benchmark, instruction_counts[case])
