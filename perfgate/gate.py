@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import _pytest_benchmark, timing
+from perfgate import _pytest_benchmark, profiling
 from perfgate.baseline_session import GATE_NOT_RUN, BaselineChoice, Saver
 from perfgate.counters import is_instructions
 from perfgate.declarations import declarations, test_name, uses_benchmark
@@ -170,11 +170,11 @@ class GateSession:
     def profile(self, session: pytest.Session, names: set[str]) -> None:
         folder = self.report_path.parent / "profile"
         self._say(f"perfgate gate: profiling {len(names)} confirmed regressions into {folder}")
-        timing.set_profile_dir(folder)
+        profiling.set_profile_dir(folder)
         try:
             self.rerun(session, names)
         finally:
-            timing.set_profile_dir(None)
+            profiling.set_profile_dir(None)
 
     def _say(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")

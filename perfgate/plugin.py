@@ -18,7 +18,7 @@ from perfgate import (
     instructions_plugin,
     machine,
     nvml,
-    timing,
+    profiling,
 )
 from perfgate.baseline_session import GATE_NOT_RUN, GateCannotRun, Saver
 from perfgate.declarations import MARKER_HELP, declarations, uses_benchmark
@@ -85,7 +85,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     if config.getoption("--perf-profile"):
-        timing.set_profile_dir(config.getoption("--perf-profile"))
+        profiling.set_profile_dir(config.getoption("--perf-profile"))
     config.stash[HOST_MALLOC] = host_memory.DEFAULT
     if config.getoption("--perf-lock-clocks") and not hasattr(config, "workerinput"):
         line, undo = nvml.lock_base_clocks_for_session()

@@ -15,51 +15,16 @@ cross-check on CUDA).
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
-from perfgate import _pytest_benchmark, nvml
+from perfgate import _pytest_benchmark, nvml, profiling
 from perfgate.stats import median
 
 HOST_BOUND_FRACTION = 0.8  # host enqueue above this share of the device time: the host limits
-PROFILED_CALLS = 5
-
-_profile_dir: Path | None = None  # set by --perf-profile: profile each case instead of timing it
-
-
-def set_profile_dir(path: Path | None) -> None:
-    """Profile every benchmark case into ``path`` instead of timing it (None: time again)."""
-    global _profile_dir
-    _profile_dir = None if path is None else Path(path)
-
-
-def profile_calls(
-    benchmark, fn: Callable[[], object], device: torch.device, calls: int = PROFILED_CALLS
-) -> dict:
-    """Run ``fn`` under torch.profiler after one warm-up call; write the top-20 operator table
-    (by self device time on CUDA, self CPU time on the CPU) and a Chrome trace."""
-    fn()
-    synchronize(device)
-    activities = [torch.profiler.ProfilerActivity.CPU]
-    if device.type == "cuda":
-        activities.append(torch.profiler.ProfilerActivity.CUDA)
-    with torch.profiler.profile(activities=activities) as profile:
-        for _ in range(calls):
-            fn()
-        synchronize(device)
-    sort_by = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
-    table = profile.key_averages().table(sort_by=sort_by, row_limit=20)
-    _profile_dir.mkdir(parents=True, exist_ok=True)
-    stem = _profile_dir / re.sub(r"[^A-Za-z0-9._-]", "_", benchmark.name)
-    Path(f"{stem}.txt").write_text(f"{benchmark.fullname}: {calls} calls\n{table}\n")
-    profile.export_chrome_trace(f"{stem}.trace.json")
-    _pytest_benchmark.mark_profiled(benchmark)
-    return {"clock": "profiled", "profile": f"{stem}.txt"}
 
 
 @dataclass(frozen=True)
@@ -136,8 +101,8 @@ def do_bench_seconds(fn: Callable[[], object]) -> float:
 
 def time_wall(benchmark, fn: Callable[[], object], device: torch.device, budget: Budget) -> dict:
     """Benchmark ``fn`` by synchronized wall time; returns facts for ``extra_info``."""
-    if _profile_dir is not None:
-        return profile_calls(benchmark, fn, device)
+    if profiling.active():
+        return profiling.profile_calls(benchmark, fn, device)
     if benchmark.disabled:  # --benchmark-disable runs the body once, untimed
         benchmark.pedantic(fn)
         synchronize(device)
@@ -176,8 +141,8 @@ def time_device(
     reports GPU seconds per captured call. On the CPU this is wall time over the rotation.
     """
     rotation = _Rotation(calls)
-    if _profile_dir is not None:
-        return profile_calls(benchmark, rotation, device)
+    if profiling.active():
+        return profiling.profile_calls(benchmark, rotation, device)
     if benchmark.disabled or device.type != "cuda":
         return time_wall(benchmark, rotation, device, budget)
     graph = capture_graph(calls, device)
@@ -238,8 +203,8 @@ def time_rounds(
     One iteration per round; the reading is divided by ``calls``, so pytest-benchmark stores the
     mean seconds per call of each round. ``round_fn`` must end with the device synchronized.
     """
-    if _profile_dir is not None:
-        profile_calls(benchmark, round_fn, device, calls=1)
+    if profiling.active():
+        profiling.profile_calls(benchmark, round_fn, device, calls=1)
         return
     if benchmark.disabled:
         benchmark.pedantic(round_fn)

@@ -22,8 +22,8 @@ from perfgate import changepoints
 from perfgate.cli.dashboard_page import benchmark_page, page, step_cell, table
 from perfgate.cli.history_runs import benchmark_names, runs_by_hardware
 from perfgate.cli.runs import default_baselines_root
-from perfgate.report.tables import MISSING, fmt_time
 from perfgate.report.common import slug
+from perfgate.report.tables import MISSING, fmt_time
 from perfgate.store import StoreError as RunError
 
 MARKER = ".perfgate-dashboard"  # written into the folder: it may be rebuilt in place
