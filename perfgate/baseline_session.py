@@ -8,6 +8,7 @@ the chosen run).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -182,8 +183,6 @@ class Saver:
         return None
 
     def _put_aside(self, run_json: dict, name: str) -> Path:
-        import json
-
         folder = Path(self.config.rootpath) / UNSAVED
         folder.mkdir(parents=True, exist_ok=True)
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
