@@ -21,9 +21,9 @@ from perf_tests.test_sdpa import naive_attention
 from perfgate.callgrind import HostCase
 from perfgate.counters import record_instructions
 
-# Tolerance 0.5 %, tighter than the gate's 1 %: the repeats of one process agree to 0.06 % and
-# separate processes to 0.35 % (docs/gate-validation/instructions.md), so 1 % added host work
-# always fails, where a 1 % tolerance would pass it about half of the time.
+# Tolerance 0.5 %, tighter than the gate's 1 %, for the large cases: the repeats of one process
+# agree to 0.06 % and separate processes to 0.12 % (docs/gate-validation/instructions*.md), so
+# 1 % added host work always fails, where a 1 % tolerance would pass it about half of the time.
 pytestmark = [pytest.mark.perfgate(family="host", threshold=0.005), pytest.mark.instructions]
 
 IMAGE = (1, 3, 32, 32)  # batch 1, a CIFAR-sized image: ResNet-18's layer 4 sees 1x1
@@ -70,8 +70,14 @@ HOST_CASES = {
 }
 
 
-# dequantize's count drifts up to +0.46 % from one process to the next (allocator state): 0.75 %
-TOLERANCE = {"dequantize-reference-4096": 0.0075}
+# The small cases' counts drift between processes (allocator state) by more than 0.5 %: measured
+# +0.46 % for dequantize and +0.56 % for naive attention, which failed 2 of 6 A/A sessions at
+# 0.5 % (docs/gate-validation/instructions-session4/). They keep the gate's default 1 %.
+TOLERANCE = {
+    "dequantize-reference-4096": 0.01,
+    "naive-attention-1x4x16x32": 0.01,
+    "sdpa-1x4x16x32": 0.01,
+}
 CASES = [
     pytest.param(name, marks=pytest.mark.perfgate(family="host", threshold=TOLERANCE[name]))
     if name in TOLERANCE
