@@ -5,7 +5,6 @@ compare`` is tested in test_cli_compare.py."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import subprocess
@@ -14,6 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from cli_helpers import error_line, perfgate
 
 from perfgate.cli import main, profile
 
@@ -26,22 +26,6 @@ CPU_RUN = DATA / "cpu-run.json"
 WHERE = ["--baselines", str(BASELINES), "--hardware", KEY]
 SLOWER = "test_attention[cuda-32x8x128x64-flash-fp16]"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def perfgate(*args: str) -> tuple[int, str, str]:
-    """Run the command line in-process: (exit status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    status = main(list(args), out=out, err=err)
-    return status, out.getvalue(), err.getvalue()
-
-
-def error_line(err: str, command: str) -> str:
-    """The one error line of ``err``; anything else there is a "reading ..." progress line."""
-    lines = err.splitlines()
-    errors = [line for line in lines if line.startswith(f"perfgate {command}: error: ")]
-    assert len(errors) == 1, err
-    assert all(line in errors or line.startswith("reading ") for line in lines), err
-    return errors[0]
 
 
 def table_rows(text: str) -> list[str]:

@@ -4,10 +4,11 @@ Linear added), and its errors: each one line on stderr and exit status 2."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from pathlib import Path
+
+from cli_helpers import error_line, perfgate
 
 DATA = Path(__file__).resolve().parent / "data"
 BASELINES = DATA / "baselines"
@@ -15,25 +16,6 @@ KEY = "NVIDIA-H100-80GB-HBM3"
 FOLDER = BASELINES / KEY / "Linux-CPython-3.12-64bit"
 WHERE = ["--baselines", str(BASELINES), "--hardware", KEY]
 SLOWER = "test_attention[cuda-32x8x128x64-flash-fp16]"
-
-
-def perfgate(*args: str) -> tuple[int, str, str]:
-    """Run the command line in-process: (exit status, stdout, stderr)."""
-    from perfgate.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    status = main(list(args), out=out, err=err)
-    return status, out.getvalue(), err.getvalue()
-
-
-def error_line(err: str, command: str) -> str:
-    """The one error line of ``err``; anything else there is a "reading ..." progress line."""
-    lines = err.splitlines()
-    errors = [line for line in lines if line.startswith(f"perfgate {command}: error: ")]
-    assert len(errors) == 1, err
-    assert all(line in errors or line.startswith("reading ") for line in lines), err
-    assert "Traceback" not in err
-    return errors[0]
 
 
 def table(text: str) -> dict[str, list[str]]:

@@ -93,15 +93,22 @@ def problem_meta(m: int, bias, group_size: int) -> dict:
     return dict(M_BUCKET=m_bucket(m), GROUP_SIZE=group_size, HAS_BIAS=bias is not None)
 
 
-@functools.lru_cache(maxsize=1024)
-def launch_plan(config: LinearConfig, m: int, n: int, k: int, interpreted: bool):
-    """(grid, keyword arguments) of one launch: block sizes, loop trip count, K masking."""
-    meta = dict(
+def block_meta(config: LinearConfig) -> dict:
+    """The kernel's block-shape meta-parameters of ``config`` (shared with the autotuner)."""
+    return dict(
         BLOCK_M=config.block_m,
         BLOCK_N=config.block_n,
         BLOCK_K=config.block_k,
         SPLIT_K=config.split_k,
         GROUP_M=config.group_m,
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def launch_plan(config: LinearConfig, m: int, n: int, k: int, interpreted: bool):
+    """(grid, keyword arguments) of one launch: block sizes, loop trip count, K masking."""
+    meta = dict(
+        **block_meta(config),
         INTERPRETED=interpreted,
         num_warps=config.num_warps,
         num_stages=config.num_stages,

@@ -19,6 +19,7 @@ from kernels.mxint8.format import interpreting
 from kernels.mxint8.linear_kernel import mxint8_linear_kernel
 from kernels.mxint8.linear_launch import (
     LinearConfig,
+    block_meta,
     kernel_arguments,
     kernel_operands,
     launch,
@@ -96,13 +97,7 @@ def candidate_configs(m: int, n: int, k: int) -> list[LinearConfig]:
 
 # --- Triton's autotuner -------------------------------------------------------------------------
 def as_triton_config(config: LinearConfig) -> triton.Config:
-    meta = dict(
-        BLOCK_M=config.block_m,
-        BLOCK_N=config.block_n,
-        BLOCK_K=config.block_k,
-        SPLIT_K=config.split_k,
-        GROUP_M=config.group_m,
-    )
+    meta = block_meta(config)
     return triton.Config(meta, num_warps=config.num_warps, num_stages=config.num_stages)
 
 
