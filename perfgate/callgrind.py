@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.callgrind_inject import crc32_cost, inject_fraction, injection
-from perfgate.counters import stable_name
+from perfgate.counters import ALLOCATOR, stable_name
 
 TOOLS = ("valgrind", "callgrind_annotate", "callgrind_control")
 TOP_FUNCTIONS = 100  # functions kept per case for the diff, by self instructions per call
@@ -61,8 +61,9 @@ def missing_tools() -> list[str]:
 def measure(module: str, cases: list[str], repeats: int, root: Path, log: Path) -> dict[str, dict]:
     """Count every case of ``module.HOST_CASES`` named in ``cases`` in one callgrind process.
 
-    Returns per case: ``per_call`` (instructions per call of each repeat), ``top_functions``
-    ([name, self instructions per call] of the median repeat), ``counters`` and ``calls``.
+    Returns per case: ``per_call`` (instructions per call of each repeat, outside the allocator),
+    ``allocator_per_call`` (the allocator's, not gated), ``top_functions`` ([name, self
+    instructions per call] of the median repeat), ``counters`` and ``calls``.
     ``log`` receives valgrind's output; ``root`` goes on PYTHONPATH.
     """
     with tempfile.TemporaryDirectory(prefix="perfgate-callgrind-") as scratch:
@@ -113,15 +114,17 @@ def _last_line(log: Path) -> str:
 
 def _summarize(raw: dict, scratch: str) -> dict:
     calls = raw["calls"]
-    per_call, functions = [], []
+    per_call, allocator, functions = [], [], []
     for dump in raw["dumps"]:
         total, counts = annotate(Path(scratch, f"callgrind.out.{dump}"))
-        per_call.append(total / calls)
+        per_call.append(counted(total, counts) / calls)
+        allocator.append((total - counted(total, counts)) / calls)
         functions.append(counts)
     median_repeat = per_call.index(statistics.median_low(per_call))
     top = sorted(functions[median_repeat].items(), key=lambda item: -item[1])[:TOP_FUNCTIONS]
     return {
         "per_call": per_call,
+        "allocator_per_call": statistics.median(allocator),
         "calls": calls,
         "top_functions": [[name, round(count / calls)] for name, count in top],
         "counters": raw["counters"],
@@ -155,6 +158,11 @@ def annotate(dump: Path) -> tuple[int, dict[str, int]]:
     if total is None:
         raise CallgrindError(f"callgrind_annotate printed no PROGRAM TOTALS for {dump}")
     return total, counts
+
+
+def counted(total: int, counts: dict[str, int]) -> int:
+    """The instructions the gate counts: all of them but the allocator's (ALLOCATOR)."""
+    return total - sum(count for name, count in counts.items() if name.startswith(ALLOCATOR))
 
 
 def short_name(function: str) -> str:
@@ -200,7 +208,7 @@ class _Dumps:
         return self.written
 
     def per_call(self, number: int, calls: int) -> float:
-        return annotate(Path(self.folder, f"callgrind.out.{number}"))[0] / calls
+        return counted(*annotate(Path(self.folder, f"callgrind.out.{number}"))) / calls
 
 
 def _loop(fn: Callable[[], object], calls: int, extra: Callable[[], object] | None):

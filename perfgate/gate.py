@@ -129,7 +129,7 @@ class GateSession:
     def gate(self, session: pytest.Session) -> None:
         current = _pytest_benchmark.current_run(self.config)
         members = self.choice.members
-        self.results = judge(members, current, self.thresholds)
+        self.results, confirmation = judge(members, current, self.thresholds), None
         if any(r.verdict is Verdict.UNCONFIRMED for r in self.results):
             names = rerun_names(self.results, current, declarations_of(current))
             self._say(f"perfgate gate: re-running {len(names)} benchmarks to confirm")
@@ -139,6 +139,9 @@ class GateSession:
         timed = {n for n in regressed if not is_instructions(current.benchmarks[n].extra_info)}
         if timed:  # a counted case shows its function diff instead of a profile
             self.profile(session, timed)
+            for name in timed & set(profiling.collected):  # judged again: now with the diff
+                current.benchmarks[name].extra_info["profile"] = profiling.collected[name]
+            self.results = judge(members, current, self.thresholds, confirmation)
         changes = summary.environment_difference(members[-1], current)
         self.lines = summary.terminal_lines(self.results, changes, self.choice.label)
         if hint := ab_hint(regressed, members[-1].commit):

@@ -63,6 +63,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "DIR/<test>.txt (top operators) and DIR/<test>.trace.json (Chrome trace)",
     )
     group.addoption(
+        "--perf-store-profiles",
+        choices=("saved", "always", "never"),
+        default="saved",
+        help="store a compact torch.profiler profile (kernel times, allocations) with each timed "
+        "case, taken after its timing, so the gate can say which kernels a later regression "
+        "changed: saved (default: in runs saved with --benchmark-save/--benchmark-autosave), "
+        "always, never",
+    )
+    group.addoption(
         "--perf-malloc",
         choices=("retain", "default"),
         default="retain",
@@ -86,6 +95,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     if config.getoption("--perf-profile"):
         profiling.set_profile_dir(config.getoption("--perf-profile"))
+    profiling.set_store_profiles(_stores_profiles(config))
+    profiling.collected.clear()
     config.stash[HOST_MALLOC] = host_memory.DEFAULT
     if config.getoption("--perf-lock-clocks") and not hasattr(config, "workerinput"):
         line, undo = nvml.lock_base_clocks_for_session()
@@ -134,6 +145,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     _pytest_benchmark.route_saving(config, saver)
     if saver.choice.baseline is not None:
         _pytest_benchmark.show_comparison_with(config, saver.choice.baseline.path)
+
+
+def _stores_profiles(config: pytest.Config) -> bool:
+    choice = config.getoption("--perf-store-profiles")
+    saving = bool(config.getoption("benchmark_save", None))
+    saving = saving or bool(config.getoption("benchmark_autosave", None))
+    return choice == "always" or (choice == "saved" and saving)
 
 
 def _warn_ignored_options(config: pytest.Config) -> None:

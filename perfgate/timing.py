@@ -122,7 +122,7 @@ def time_wall(benchmark, fn: Callable[[], object], device: torch.device, budget:
             host_bound=host > HOST_BOUND_FRACTION * device_seconds,
         )
     benchmark.pedantic(fn, rounds=rounds, iterations=iterations, warmup_rounds=budget.warmup_rounds)
-    return facts | (clocks.facts(rounds) if clocks else {})
+    return facts | (clocks.facts(rounds) if clocks else {}) | _stored_profile(fn, device)
 
 
 def use_cuda_clock(benchmark, clock: Callable[[], float]) -> nvml.RoundClocks | None:
@@ -154,16 +154,25 @@ def time_device(
     benchmark.pedantic(
         graph.replay, rounds=rounds, iterations=iterations, warmup_rounds=budget.warmup_rounds
     )
-    return (clocks.facts(rounds) if clocks else {}) | {
-        "clock": "cuda_graph_events",
-        "calls_per_iteration": len(calls),
-        "iterations": iterations,
-        "rounds": rounds,
-        "host_enqueue_s": host,
-        "do_bench_s": device_seconds,
-        "host_bound": False,  # a graph replay takes the host out of the loop
-        "eager_host_bound": host > HOST_BOUND_FRACTION * device_seconds,
-    }
+    return (
+        (clocks.facts(rounds) if clocks else {})
+        | {
+            "clock": "cuda_graph_events",
+            "calls_per_iteration": len(calls),
+            "iterations": iterations,
+            "rounds": rounds,
+            "host_enqueue_s": host,
+            "do_bench_s": device_seconds,
+            "host_bound": False,  # a graph replay takes the host out of the loop
+            "eager_host_bound": host > HOST_BOUND_FRACTION * device_seconds,
+        }
+        | _stored_profile(rotation, device)
+    )
+
+
+def _stored_profile(fn: Callable[[], object], device: torch.device) -> dict:
+    """``{"profile": ...}`` for a run that is saved (profiled after timing, never during)."""
+    return {"profile": profiling.stored_profile(fn, device)} if profiling.storing() else {}
 
 
 class _Rotation:

@@ -97,6 +97,29 @@ def test_function_diff_without_changes_says_so():
     ]
 
 
+def test_the_allocator_is_left_out_of_the_count_and_of_the_diff_but_shown():
+    functions = {"malloc.c:_int_free [libc.so.6]": 300, "malloc.c:malloc [libc.so.6]": 100}
+    assert callgrind.counted(1_000, {**functions, "ceval.c:f [lib]": 600}) == 600
+    before = {**case(1, [("malloc.c:_int_free [libc.so.6]", 300), ("f", 10)]),
+              "allocator_instructions": 400}  # fmt: skip
+    now = {**case(1, [("malloc.c:_int_free [libc.so.6]", 900), ("f", 12)]),
+           "allocator_instructions": 1_000}  # fmt: skip
+    lines = counters.function_diff(before, now)
+    assert lines[1:] == [
+        "+2 f (baseline 10 -> now 12)",
+        "not counted: the allocator (glibc malloc.c) 400 -> 1,000 per call",
+    ]
+
+
+def test_counts_that_left_out_other_functions_are_not_compared():
+    before = case(1_000_000)  # an older baseline: the allocator was counted
+    now = {**case(900_000), "uncounted": counters.UNCOUNTED}
+    (result,) = pair(before, now)
+    assert result.verdict is Verdict.NOT_GATED
+    assert "counted instructions another way" in result.message
+    assert "--benchmark-save" in result.message
+
+
 def test_the_key_names_the_instruction_set_not_the_cpu_model():
     key = counters.hardware_key()
     assert key.startswith("callgrind-") and key.endswith(torch.backends.cpu.get_cpu_capability())
@@ -200,7 +223,7 @@ from perfgate.counters import record_instructions
 @pytest.mark.instructions
 def test_counted(benchmark):
     result = {"per_call": [1000.0, 1010.0, 1005.0], "calls": 4, "counters": {"aten_ops": 3},
-              "top_functions": [["f", 900]]}
+              "top_functions": [["f", 900]], "allocator_per_call": 40.0}
     record_instructions(benchmark, result)
 
 @pytest.mark.instructions
@@ -243,6 +266,7 @@ def test_an_instruction_run_stores_counts_as_nominal_nanoseconds(project, tmp_pa
     extra = saved["extra_info"]
     assert extra["instructions"] == 1005 and extra["instructions_spread"] == pytest.approx(0.01)
     assert extra["measure"] == "instructions" and extra["counters"] == {"aten_ops": 3}
+    assert extra["uncounted"] == counters.UNCOUNTED and extra["allocator_instructions"] == 40
     key = json.loads(report.read_text())["machine_info"]["perfgate"]["hardware_key"]
     assert key == counters.hardware_key()
 

@@ -11,8 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from perfgate.attribution import profile_diff
 from perfgate.benchmark import Benchmark, Run
-from perfgate.counters import DEFAULT_TOLERANCE, counter_findings, function_diff, is_instructions
+from perfgate.counters import (
+    DEFAULT_TOLERANCE,
+    counted_alike,
+    counter_findings,
+    function_diff,
+    is_instructions,
+)
 from perfgate.stats import MIN_ROUNDS, Comparison, compare_samples
 from perfgate.verdict.noise import case_threshold
 from perfgate.verdict.pairing import (
@@ -175,8 +182,19 @@ def _judge_one(
     confirmed, unconfirmed = _failures(name, before, now, again, first, threshold, context)
     if confirmed or unconfirmed:
         verdict = Verdict.REGRESSION if confirmed else Verdict.UNCONFIRMED
-        message = "; ".join(confirmed + unconfirmed)
-        return GateResult(verdict=verdict, message=message, comparison=first, **row)
+        message = "; ".join(message for _, message in confirmed + unconfirmed)
+        details = ()
+        if confirmed:  # attribution: what changed inside the case, from the stored profiles
+            baseline_profile = _stored_profile(context.members.get(name, []), before)
+            parts = dict.fromkeys(part for part, _ in confirmed)
+            details = tuple(
+                line
+                for part in parts
+                for line in profile_diff(baseline_profile, now.extra_info.get("profile"), part)
+            )
+        return GateResult(
+            verdict=verdict, message=message, comparison=first, details=details, **row
+        )
     fastest = context.fastest.get(name)
     best = compare_samples(fastest.samples, now.samples) if fastest else first
     rule = TimeImprovement(threshold, context.thresholds.alpha)
@@ -187,11 +205,21 @@ def _judge_one(
     return GateResult(verdict=Verdict.UNCHANGED, message=first.describe(), comparison=first, **row)
 
 
+def _stored_profile(members: list[Benchmark], before: Benchmark) -> dict | None:
+    """The baseline's stored profile: the compared run's, else the newest member's that has one."""
+    for benchmark in (before, *reversed(members)):
+        if benchmark.extra_info.get("profile"):
+            return benchmark.extra_info["profile"]
+    return None
+
+
 def _judge_counts(before: Benchmark, now: Benchmark, marker: float | None, row: dict):
     """Instruction counts and exact counters are deterministic: no re-run, no statistics."""
     tolerance = DEFAULT_TOLERANCE if marker is None else marker
     source = "marker" if marker is not None else f"instructions default {DEFAULT_TOLERANCE:.0%}"
     row = {**row, "threshold": tolerance, "threshold_source": source}
+    if reason := counted_alike(before.extra_info, now.extra_info):
+        return GateResult(verdict=Verdict.NOT_GATED, message=reason, **row)
     regressions, improvements = counter_findings(before.extra_info, now.extra_info, tolerance)
     if regressions:
         diff = tuple(function_diff(before.extra_info, now.extra_info))
@@ -236,21 +264,22 @@ def _comparison(before: Benchmark, now: Benchmark) -> Comparison | None:
 
 
 def _failures(name, before, now, again, first, threshold, context) -> tuple[list, list]:
-    """Messages of confirmed and of unconfirmed failures of one benchmark."""
-    confirmed: list[str] = []
-    unconfirmed: list[str] = []
+    """(part, message) of each confirmed and each unconfirmed failure of one benchmark; the
+    part ("time" or "memory") says which profile rows explain it."""
+    confirmed: list[tuple[str, str]] = []
+    unconfirmed: list[tuple[str, str]] = []
     time_rule = TimeRegression(threshold, context.thresholds.alpha)
     if message := time_rule.fails(first):
         second = compare_samples(before.samples, again.samples) if again else None
         if second is not None and time_rule.fails(second):
-            confirmed.append(f"{message}; confirmed by re-run: {second.describe()}")
+            confirmed.append(("time", f"{message}; confirmed by re-run: {second.describe()}"))
         else:
-            unconfirmed.append(message)
+            unconfirmed.append(("time", message))
     peak = peak_bytes(before, now)
     # Peak memory is deterministic, so it needs no re-run to be confirmed.
     memory_rule = MemoryRegression(context.thresholds.memory_tolerance)
     if peak is not None and (message := memory_rule.fails(*peak)):
-        confirmed.append(message)
+        confirmed.append(("memory", message))
     old = context.baseline_ratios.get(name, {})
     repeat = {r.name: r for r in context.confirmed_ratios.get(name, [])}
     marker = context.declared.get(name, {}).get("threshold")  # a test's marker covers its ratios
@@ -263,10 +292,10 @@ def _failures(name, before, now, again, first, threshold, context) -> tuple[list
             rerun = repeat.get(ratio.name)
             repeated = rerun is not None and again is not None
             if repeated and rule.fails(old[ratio.name].value, rerun.value, ratio.name):
-                confirmed.append(message)
+                confirmed.append(("time", message))
             else:
-                unconfirmed.append(message)
-    return confirmed, [f"{m} (not confirmed by a re-run)" for m in unconfirmed]
+                unconfirmed.append(("time", message))
+    return confirmed, [(part, f"{m} (not confirmed by a re-run)") for part, m in unconfirmed]
 
 
 def rerun_names(results: list[GateResult], current: Run, declared: dict[str, dict]) -> set[str]:
