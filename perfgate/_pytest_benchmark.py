@@ -54,6 +54,19 @@ def mark_profiled(fixture) -> None:
     fixture.skipped = True
 
 
+def timed_names(config: pytest.Config) -> set[str]:
+    """The full names of the cases this session timed so far (not the counted ones)."""
+    results = _session(config).benchmarks
+    return {r.fullname for r in results if r.extra_info.get("measure") != "instructions"}
+
+
+def add_extra_info(config: pytest.Config, fullname: str, key: str, value: object) -> None:
+    """Set ``extra_info[key]`` of a timed case, before pytest-benchmark writes the run."""
+    for result in _session(config).benchmarks:
+        if result.fullname == fullname:
+            result.extra_info[key] = value
+
+
 def result_count(config: pytest.Config) -> int:
     return len(_session(config).benchmarks)
 

@@ -17,6 +17,7 @@ from perfgate import _pytest_benchmark, profiling
 from perfgate.baseline_session import GATE_NOT_RUN, BaselineChoice, Saver
 from perfgate.counters import is_instructions
 from perfgate.declarations import declarations, test_name, uses_benchmark
+from perfgate.reruns import run_again
 from perfgate.verdict import summary
 from perfgate.verdict.pairing import declarations_of
 from perfgate.verdict.rules import Thresholds, parse_thresholds
@@ -164,10 +165,7 @@ class GateSession:
     def rerun(self, session: pytest.Session, names: set[str]):
         """Run the named items again; return their results as a Run, kept out of the saved run."""
         start = _pytest_benchmark.result_count(self.config)
-        items = [item for item in session.items if item.nodeid in names]
-        for index, item in enumerate(items):
-            following = items[index + 1] if index + 1 < len(items) else None
-            item.ihook.pytest_runtest_protocol(item=item, nextitem=following)
+        run_again(session, names)
         return _pytest_benchmark.take_results_since(self.config, start)
 
     def profile(self, session: pytest.Session, names: set[str]) -> None:

@@ -67,9 +67,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=("saved", "always", "never"),
         default="saved",
         help="store a compact torch.profiler profile (kernel times, allocations) with each timed "
-        "case, taken after its timing, so the gate can say which kernels a later regression "
-        "changed: saved (default: in runs saved with --benchmark-save/--benchmark-autosave), "
-        "always, never",
+        "case, taken after the whole session has been timed, so the gate can say which kernels "
+        "a later regression changed: saved (default: runs saved with --benchmark-save or "
+        "--benchmark-autosave), always (also --benchmark-json), never",
     )
     group.addoption(
         "--perf-malloc",
@@ -95,8 +95,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     if config.getoption("--perf-profile"):
         profiling.set_profile_dir(config.getoption("--perf-profile"))
-    profiling.set_store_profiles(_stores_profiles(config))
     profiling.collected.clear()
+    profiling.profilable.clear()
     config.stash[HOST_MALLOC] = host_memory.DEFAULT
     if config.getoption("--perf-lock-clocks") and not hasattr(config, "workerinput"):
         line, undo = nvml.lock_base_clocks_for_session()
@@ -107,6 +107,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # -p no:benchmark
     _warn_ignored_options(config)
     _check_histogram(config)
+    if _stores_profiles(config):
+        config.pluginmanager.register(profiling.ProfileStore(config), "perfgate-profile-store")
     try:
         _configure_store_and_gate(config)
     except GateCannotRun as error:

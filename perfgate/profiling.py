@@ -1,37 +1,48 @@
-"""Profiles of benchmark cases, by torch.profiler, in two uses:
+"""Profiles of benchmark cases by torch.profiler, always *instead of* timing them:
 
-- instead of timing: with ``--perf-profile DIR`` (or when the gate profiles what it confirmed),
-  each case runs a few calls under the profiler and writes its operator table and a Chrome trace
-  to DIR; its compact profile is kept in ``collected`` for the gate's attribution;
-- beside timing: in a run that is saved (a baseline to be; ``--perf-store-profiles``), each
-  timed case is profiled after its timing and the compact profile stored in
-  ``extra_info["profile"]``, so a later regression is attributed kernel by kernel against it.
+- ``--perf-profile DIR``, and the gate for what it confirmed: each case runs a few calls under
+  the profiler and writes its operator table and a Chrome trace to DIR;
+- runs that are saved (a baseline to be; ``--perf-store-profiles``): after the whole session,
+  each timed case runs once more under the profiler (``ProfileStore``) and its compact profile
+  is stored in its ``extra_info["profile"]``, so a later regression can be attributed kernel by
+  kernel. Never between timings: a CUDA profiler session leaves CUPTI attached, which slows
+  every later kernel launch of the process (pytorch/pytorch#144455).
 
 A compact profile (``compact``) holds, per call, the self time of the largest kernels (device
-time on CUDA, operator CPU time on the CPU) and the bytes allocated under each operator.
+time on CUDA, operator CPU time on the CPU) and the bytes allocated under each operator; every
+profiled case leaves one in ``collected``.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import torch
 from torch.autograd import DeviceType
 
 from perfgate import _pytest_benchmark
+from perfgate.reruns import run_again
 
 PROFILED_CALLS = 5
 PROFILE_ROWS = 15  # kernels and allocation sites kept per case
 NAME_LENGTH = 160  # kernel names are cut here (C++ template names run to kilobytes)
 
-_profile_dir: Path | None = None  # set by --perf-profile: profile each case instead of timing it
-_store_profiles = False  # set for runs that are saved: profile each timed case after timing it
-collected: dict[str, dict] = {}  # fullname -> compact profile of each case profiled instead
+_profile_dir: Path | None = None  # profile each case into files here instead of timing it
+_collecting = False  # profile each case instead of timing it, keeping only the compact profile
+collected: dict[str, dict] = {}  # fullname -> compact profile of each case profiled
+profilable: set[str] = set()  # fullnames of the cases timed by time_wall or time_device
 
 
 def active() -> bool:
+    """True when benchmark cases are profiled instead of timed."""
+    return _profile_dir is not None or _collecting
+
+
+def writes_files() -> bool:
     return _profile_dir is not None
 
 
@@ -41,39 +52,77 @@ def set_profile_dir(path: Path | None) -> None:
     _profile_dir = None if path is None else Path(path)
 
 
-def storing() -> bool:
-    return _store_profiles
+def set_collecting(on: bool) -> None:
+    """Profile every benchmark case instead of timing it, keeping only ``collected``."""
+    global _collecting
+    _collecting = on
 
 
-def set_store_profiles(on: bool) -> None:
-    """Store a compact profile with every timed case (runs that are saved as baselines)."""
-    global _store_profiles
-    _store_profiles = on
+def skip(benchmark) -> None:
+    """A case not profiled while profiling (a fresh compile per round): no result, no warning."""
+    _pytest_benchmark.mark_profiled(benchmark)
+
+
+class ProfileStore:
+    """Stores a compact profile with every case this session timed, for runs that are saved.
+
+    Runs after the whole session (the gate's re-runs included: ``tryfirst`` makes this wrapper
+    the outermost), then hands the profiles to pytest-benchmark before it writes the run.
+    """
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        result = yield
+        if session.testsfailed or session.shouldfail or session.shouldstop:
+            return result
+        timed = _pytest_benchmark.timed_names(self.config) & profilable
+        if timed:
+            _say(self.config, f"perfgate: profiling {len(timed)} timed cases to store with the run")
+            start, start_time = _pytest_benchmark.result_count(self.config), time.perf_counter()
+            set_collecting(True)
+            try:
+                run_again(session, timed)
+            finally:
+                set_collecting(False)
+                _pytest_benchmark.take_results_since(self.config, start)  # cases timed anyway
+            for name in timed & set(collected):
+                _pytest_benchmark.add_extra_info(self.config, name, "profile", collected[name])
+            seconds = time.perf_counter() - start_time
+            stored = len(timed & set(collected))
+            _say(self.config, f"perfgate: {stored} profiles stored in {seconds:.0f} s")
+        return result
+
+
+def _say(config: pytest.Config, line: str) -> None:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(line, bold=True)
 
 
 def profile_calls(
     benchmark, fn: Callable[[], object], device: torch.device, calls: int = PROFILED_CALLS
 ) -> dict:
-    """Profile ``fn`` instead of timing it: write the top-20 operator table (by self device
-    time on CUDA, self CPU time on the CPU) and a Chrome trace; keep the compact profile."""
-    profile = _profile(fn, device, calls)
+    """Profile ``fn`` instead of timing it: keep its compact profile in ``collected``; with a
+    profile folder, also write the top-20 operator table (by self device time on CUDA, self CPU
+    time on the CPU) and a Chrome trace there."""
+    profile = run_profiler(fn, device, calls)
+    collected[benchmark.fullname] = compact(profile.events(), device, calls)
+    _pytest_benchmark.mark_profiled(benchmark)
+    if _profile_dir is None:
+        return {"clock": "profiled"}
     sort_by = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
     table = profile.key_averages().table(sort_by=sort_by, row_limit=20)
     _profile_dir.mkdir(parents=True, exist_ok=True)
     stem = _profile_dir / re.sub(r"[^A-Za-z0-9._-]", "_", benchmark.name)
     Path(f"{stem}.txt").write_text(f"{benchmark.fullname}: {calls} calls\n{table}\n")
     profile.export_chrome_trace(f"{stem}.trace.json")
-    collected[benchmark.fullname] = compact(profile.events(), device, calls)
-    _pytest_benchmark.mark_profiled(benchmark)
     return {"clock": "profiled", "profile": f"{stem}.txt"}
 
 
-def stored_profile(fn: Callable[[], object], device: torch.device) -> dict:
-    """The compact profile of ``fn``, to store beside its timing."""
-    return compact(_profile(fn, device, PROFILED_CALLS).events(), device, PROFILED_CALLS)
-
-
-def _profile(fn: Callable[[], object], device: torch.device, calls: int):
+def run_profiler(fn: Callable[[], object], device: torch.device, calls: int):
     """``calls`` calls of ``fn`` under torch.profiler (memory included), after one warm-up."""
     fn()
     _synchronize(device)

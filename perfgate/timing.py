@@ -101,6 +101,7 @@ def do_bench_seconds(fn: Callable[[], object]) -> float:
 
 def time_wall(benchmark, fn: Callable[[], object], device: torch.device, budget: Budget) -> dict:
     """Benchmark ``fn`` by synchronized wall time; returns facts for ``extra_info``."""
+    profiling.profilable.add(benchmark.fullname)
     if profiling.active():
         return profiling.profile_calls(benchmark, fn, device)
     if benchmark.disabled:  # --benchmark-disable runs the body once, untimed
@@ -122,7 +123,7 @@ def time_wall(benchmark, fn: Callable[[], object], device: torch.device, budget:
             host_bound=host > HOST_BOUND_FRACTION * device_seconds,
         )
     benchmark.pedantic(fn, rounds=rounds, iterations=iterations, warmup_rounds=budget.warmup_rounds)
-    return facts | (clocks.facts(rounds) if clocks else {}) | _stored_profile(fn, device)
+    return facts | (clocks.facts(rounds) if clocks else {})
 
 
 def use_cuda_clock(benchmark, clock: Callable[[], float]) -> nvml.RoundClocks | None:
@@ -141,6 +142,7 @@ def time_device(
     reports GPU seconds per captured call. On the CPU this is wall time over the rotation.
     """
     rotation = _Rotation(calls)
+    profiling.profilable.add(benchmark.fullname)
     if profiling.active():
         return profiling.profile_calls(benchmark, rotation, device)
     if benchmark.disabled or device.type != "cuda":
@@ -212,8 +214,11 @@ def time_rounds(
     One iteration per round; the reading is divided by ``calls``, so pytest-benchmark stores the
     mean seconds per call of each round. ``round_fn`` must end with the device synchronized.
     """
-    if profiling.active():
-        profiling.profile_calls(benchmark, round_fn, device, calls=1)
+    if profiling.active():  # one round is a fresh compile: profiled into files only
+        if profiling.writes_files():
+            profiling.profile_calls(benchmark, round_fn, device, calls=1)
+        else:
+            profiling.skip(benchmark)
         return
     if benchmark.disabled:
         benchmark.pedantic(round_fn)

@@ -17,8 +17,10 @@ from tests.test_plugin import VIRTUAL_CLOCK, run, saved_runs
 
 def test_a_compact_profile_lists_operator_time_and_where_memory_was_allocated():
     x = torch.randn(128, 128)
-    profile = profiling.stored_profile(lambda: torch.softmax(x @ x, dim=-1), torch.device("cpu"))
-    assert profile["clock"] == "cpu" and profile["calls"] == profiling.PROFILED_CALLS
+    cpu = torch.device("cpu")
+    events = profiling.run_profiler(lambda: torch.softmax(x @ x, dim=-1), cpu, 5).events()
+    profile = profiling.compact(events, cpu, 5)
+    assert profile["clock"] == "cpu" and profile["calls"] == 5
     times = dict(profile["time_us"])
     assert times["aten::mm"] > 0 and times["aten::_softmax"] > 0
     allocated = dict(profile["allocated_bytes"])
@@ -117,6 +119,10 @@ def call():
         torch.sort(y, dim=-1)
 
 
+def test_plain(benchmark):  # not timed by perfgate.timing: no profile, saved once all the same
+    benchmark.pedantic(work, rounds=5)
+
+
 def test_case(benchmark):
     facts = time_wall(benchmark, call, torch.device("cpu"), Budget(case_seconds=0.1))
     benchmark.extra_info.update(facts)
@@ -135,8 +141,9 @@ def timed_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) ->
 def test_the_gate_names_the_operator_a_regression_added(timed_project, monkeypatch):
     assert run(timed_project, "--benchmark-save=base").ret == 0
     (saved,) = saved_runs(timed_project)
-    stored = json.loads(saved.read_text())["benchmarks"][0]["extra_info"]["profile"]
-    assert "aten::mm" in dict(stored["time_us"])  # saved runs store a profile
+    plain, case = json.loads(saved.read_text())["benchmarks"]  # each once: re-runs not saved
+    assert "aten::mm" in dict(case["extra_info"]["profile"]["time_us"])  # saved with a profile
+    assert "profile" not in plain["extra_info"]
 
     monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.003")
     monkeypatch.setenv("EXTRA_SORT", "1")
@@ -155,6 +162,6 @@ def test_the_gate_names_the_operator_a_regression_added(timed_project, monkeypat
 def test_a_run_that_is_not_saved_stores_no_profile(timed_project, tmp_path):
     report = tmp_path / "run.json"
     assert run(timed_project, f"--benchmark-json={report}").ret == 0
-    assert "profile" not in json.loads(report.read_text())["benchmarks"][0]["extra_info"]
+    assert "profile" not in json.loads(report.read_text())["benchmarks"][1]["extra_info"]
     assert run(timed_project, f"--benchmark-json={report}", "--perf-store-profiles=always").ret == 0
-    assert "profile" in json.loads(report.read_text())["benchmarks"][0]["extra_info"]
+    assert "profile" in json.loads(report.read_text())["benchmarks"][1]["extra_info"]
