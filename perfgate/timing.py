@@ -156,25 +156,16 @@ def time_device(
     benchmark.pedantic(
         graph.replay, rounds=rounds, iterations=iterations, warmup_rounds=budget.warmup_rounds
     )
-    return (
-        (clocks.facts(rounds) if clocks else {})
-        | {
-            "clock": "cuda_graph_events",
-            "calls_per_iteration": len(calls),
-            "iterations": iterations,
-            "rounds": rounds,
-            "host_enqueue_s": host,
-            "do_bench_s": device_seconds,
-            "host_bound": False,  # a graph replay takes the host out of the loop
-            "eager_host_bound": host > HOST_BOUND_FRACTION * device_seconds,
-        }
-        | _stored_profile(rotation, device)
-    )
-
-
-def _stored_profile(fn: Callable[[], object], device: torch.device) -> dict:
-    """``{"profile": ...}`` for a run that is saved (profiled after timing, never during)."""
-    return {"profile": profiling.stored_profile(fn, device)} if profiling.storing() else {}
+    return (clocks.facts(rounds) if clocks else {}) | {
+        "clock": "cuda_graph_events",
+        "calls_per_iteration": len(calls),
+        "iterations": iterations,
+        "rounds": rounds,
+        "host_enqueue_s": host,
+        "do_bench_s": device_seconds,
+        "host_bound": False,  # a graph replay takes the host out of the loop
+        "eager_host_bound": host > HOST_BOUND_FRACTION * device_seconds,
+    }
 
 
 class _Rotation:

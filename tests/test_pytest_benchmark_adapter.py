@@ -20,6 +20,9 @@ def test_adapter(benchmark, request):
     benchmark.pedantic(lambda: None, rounds=3, iterations=1, warmup_rounds=0)
     assert adapter.samples(benchmark) == [1.0, 1.0, 1.0]
     assert adapter.result_count(config) == 1
+    assert adapter.timed_names(config) == {request.node.nodeid}
+    adapter.add_extra_info(config, request.node.nodeid, "profile", {"clock": "cpu"})
+    assert benchmark.extra_info["profile"] == {"clock": "cpu"}
     run = adapter.current_run(config)
     assert run.benchmarks[request.node.nodeid].samples == (1.0, 1.0, 1.0)
     assert "perfgate" in run.machine_info and adapter.machine_id(config)
@@ -40,9 +43,9 @@ def test_adapter(benchmark, request):
     assert session.compare_fail == [] and config.option.benchmark_compare_fail == []
 
 
-def test_profiled_fixture_is_marked_skipped(benchmark):
-    adapter.mark_profiled(benchmark)
-    assert benchmark.skipped
+def test_profiled_fixture(benchmark, request):
+    adapter.mark_profiled(benchmark)  # no result, and no "fixture was not used" warning
+    assert adapter.timed_names(request.config) == set()
 """
 
 
@@ -52,6 +55,7 @@ def test_adapter_reaches_what_perfgate_needs(pytester: pytest.Pytester, monkeypa
     pytester.makepyfile(test_adapter=ADAPTER_CHECKS)
     result = pytester.runpytest_subprocess("-p", "perfgate.plugin", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
+    result.stdout.no_fnmatch_line("*not used at all*")
 
 
 def test_disabled_is_seen(pytester: pytest.Pytester):
