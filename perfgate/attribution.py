@@ -27,7 +27,9 @@ def top_changes(
     shown as "not in top" (its true value is at most that side's smallest stored one).
     """
     deltas = {name: now.get(name, 0) - before.get(name, 0) for name in set(before) | set(now)}
-    changed = sorted((d for d in deltas.items() if d[1]), key=lambda d: (-abs(d[1]), d[0]))
+    shown_zero = write(0)  # a change too small to show at the written precision is no change
+    changed = [d for d in deltas.items() if write(abs(d[1])) != shown_zero]
+    changed.sort(key=lambda d: (-abs(d[1]), d[0]))
 
     def shown(values: dict, name: str) -> str:
         return write(values[name]) if name in values else "not in top"

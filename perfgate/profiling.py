@@ -84,7 +84,7 @@ class ProfileStore:
             start, start_time = _pytest_benchmark.result_count(self.config), time.perf_counter()
             set_collecting(True)
             try:
-                run_again(session, timed)
+                failed = run_again(session, timed)
             finally:
                 set_collecting(False)
                 _pytest_benchmark.take_results_since(self.config, start)  # cases timed anyway
@@ -93,6 +93,9 @@ class ProfileStore:
             seconds = time.perf_counter() - start_time
             stored = len(timed & set(collected))
             _say(self.config, f"perfgate: {stored} profiles stored in {seconds:.0f} s")
+            if failed:
+                _say(self.config, f"perfgate: no profile for {len(failed)} cases that failed "
+                     f"when run again under the profiler: {', '.join(failed)}")  # fmt: skip
         return result
 
 

@@ -1,14 +1,21 @@
 """Running a session's test items again after the main loop: the gate's confirmation and
-profiling re-runs, and the profiles stored with a saved run."""
+profiling re-runs, and the profiles stored with a saved run. The re-runs are not reported as
+tests (the session's counts stay those of the main loop); their failures are returned."""
 
 from __future__ import annotations
 
 import pytest
+from _pytest.runner import runtestprotocol
 
 
-def run_again(session: pytest.Session, names: set[str]) -> None:
-    """Run the items whose node ids are in ``names`` once more, in collection order."""
+def run_again(session: pytest.Session, names: set[str]) -> list[str]:
+    """Run the items whose node ids are in ``names`` once more, in collection order; the node
+    ids of those that failed."""
     items = [item for item in session.items if item.nodeid in names]
+    failed = []
     for index, item in enumerate(items):
         following = items[index + 1] if index + 1 < len(items) else None
-        item.ihook.pytest_runtest_protocol(item=item, nextitem=following)
+        reports = runtestprotocol(item, log=False, nextitem=following)
+        if any(report.failed for report in reports):
+            failed.append(item.nodeid)
+    return failed

@@ -139,7 +139,9 @@ def timed_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_the_gate_names_the_operator_a_regression_added(timed_project, monkeypatch):
-    assert run(timed_project, "--benchmark-save=base").ret == 0
+    saving = run(timed_project, "--benchmark-save=base")
+    saving.assert_outcomes(passed=2)  # the profiling re-runs are not counted as tests
+    saving.stdout.fnmatch_lines(["perfgate: 1 profiles stored in * s"])
     (saved,) = saved_runs(timed_project)
     plain, case = json.loads(saved.read_text())["benchmarks"]  # each once: re-runs not saved
     assert "aten::mm" in dict(case["extra_info"]["profile"]["time_us"])  # saved with a profile
@@ -149,6 +151,7 @@ def test_the_gate_names_the_operator_a_regression_added(timed_project, monkeypat
     monkeypatch.setenv("EXTRA_SORT", "1")
     result = run(timed_project, "--perf-gate")
     assert result.ret == 1, result.stdout.str()
+    result.assert_outcomes(passed=2)  # nor the gate's confirmation and profiling re-runs
     result.stdout.fnmatch_lines(
         [
             "*top * kernels by change in cpu time per call:*",
