@@ -70,6 +70,42 @@ def test_a_run_file_given_joins_its_hardware_and_its_new_step_is_printed(tmp_pat
     assert "nightly.json" in (site / KEY / "test_kernel-cpu-stepped.html").read_text()
 
 
+def test_a_confirmed_regression_of_the_gate_is_linked_with_its_trend(history, tmp_path):
+    name = f"perf_tests/test_synthetic.py::{STEPPED}"
+    gate = tmp_path / "gate.json"
+    row = {"message": "slower", "change_percent": 4.2}
+    rows = [{"name": name, "verdict": "regression", **row}, {"name": "o", "verdict": "unchanged"}]
+    gate.write_text(json.dumps(rows))
+    night = next(history.rglob("0024_nightly.json"))
+    status, out, err = perfgate("dashboard", "--out", str(tmp_path / "s"), "--baselines",
+                                str(history), str(night), "--gate", str(gate),
+                                "--link-base", "https://pages/")  # fmt: skip
+    assert status == 0, err
+    first, blank, line = out.splitlines()[:3]
+    assert first.startswith("Confirmed regressions") and blank == ""
+    assert line.startswith(f"- [{name}](https://pages/{KEY}/test_kernel-cpu-stepped.html)")
+    assert "+4.2 %" in line and "over 20 runs" in line
+    trend = re.search(r"`([▁▂▃▄▅▆▇█]+)`", line).group(1)
+    assert len(trend) == 20  # runs 5..24 of a history that stepped up at run 13
+    assert set(trend[:8]) <= set("▁▂▃") and set(trend[8:]) <= set("▆▇█")
+    assert "[o]" not in out
+
+
+def test_a_gate_summary_that_cannot_be_read_is_one_line(history, tmp_path):
+    gate = tmp_path / "gate.md"
+    gate.write_text("# perfgate gate\n")
+    status, _, err = perfgate("dashboard", "--out", str(tmp_path / "s"), "--baselines",
+                              str(history), "--gate", str(gate))  # fmt: skip
+    assert status == 2 and err.count("\n") == 1 and "not a perfgate gate summary" in err
+    assert not (tmp_path / "s").exists()
+
+
+def test_the_sparkline_spans_the_smallest_to_the_largest_value():
+    from perfgate.cli.dashboard import sparkline
+
+    assert sparkline([1, 1, 2]) == "▁▁█" and sparkline([3, 3]) == "▁▁"
+
+
 def test_no_new_step_is_said_in_one_line(history, tmp_path):
     night = tmp_path / "nightly.json"
     run = json.loads(next(history.rglob("0024_nightly.json")).read_text())

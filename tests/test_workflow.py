@@ -4,6 +4,7 @@ actionlint, and a job that fails when the gate fails and always publishes what t
 from __future__ import annotations
 
 import configparser
+import json
 import os
 import re
 import shutil
@@ -111,6 +112,38 @@ def test_the_dashboard_of_tonights_run_is_built_and_uploaded_whatever_the_gate_d
     assert "perfgate-results/nightly.json" in dashboard["run"]
     assert "--out perfgate-results/dashboard" in dashboard["run"]  # inside the uploaded folder
     assert "dashboard" in tox_environments()
+
+
+@pytest.mark.parametrize("gate_ran", [True, False])
+def test_the_dashboard_step_puts_the_nights_regressions_on_the_job_page(tmp_path, gate_ran):
+    """The step's own shell script, with `tox -e dashboard --` standing for perfgate dashboard."""
+    pytest.importorskip("plotly")
+    sys.path.insert(0, str(Path(__file__).parent))
+    from triage_data import STEPPED, write_history
+
+    folder = write_history(tmp_path / "baselines", runs=14, step_at=11)
+    results = tmp_path / "perfgate-results"
+    results.mkdir()
+    shutil.move(folder / "0014_nightly.json", results / "nightly.json")
+    if gate_ran:
+        name = f"perf_tests/test_synthetic.py::{STEPPED}"
+        row = {"name": name, "verdict": "regression", "message": "slower", "change_percent": 5.0}
+        (results / "gate.json").write_text(json.dumps([row]))
+    tox = tmp_path / "bin" / "tox"
+    tox.parent.mkdir()
+    tox.write_text(f'#!/bin/sh\nshift 3\nexec {sys.executable} -m perfgate dashboard "$@"\n')
+    tox.chmod(0o755)
+    summary = tmp_path / "summary.md"
+    env = {**os.environ, "PATH": f"{tox.parent}{os.pathsep}{os.environ['PATH']}",
+           "GITHUB_STEP_SUMMARY": str(summary), "PYTHONPATH": str(ROOT)}  # fmt: skip
+    script = step_running("tox -e dashboard")["run"].rstrip() + " --baselines baselines"
+    done = subprocess.run(
+        ["bash", "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    text = summary.read_text()
+    assert ("Confirmed regressions" in text) is gate_ran
+    assert "New steps in the benchmark history" in text or "No new step" in text
 
 
 def test_summary_and_upload_run_whatever_the_gate_did():

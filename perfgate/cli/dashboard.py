@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -114,8 +115,9 @@ def _write_pages(out: Path, hardware: str, runs: Sequence, open_steps: list[str]
     return families
 
 
-def build(root: Path, extra: Sequence[Path], out: Path, err=None) -> tuple[Path, list]:
-    """Write the site into ``out``; returns (index path, steps the ``extra`` runs revealed)."""
+def build(root: Path, extra: Sequence[Path], out: Path, err=None) -> tuple[Path, list, dict]:
+    """Write the site into ``out``; returns (index path, steps the ``extra`` runs revealed,
+    the runs by hardware)."""
     grouped = runs_by_hardware(root, extra)
     if not grouped:
         raise DashboardError(
@@ -136,7 +138,7 @@ def build(root: Path, extra: Sequence[Path], out: Path, err=None) -> tuple[Path,
             revealed += [(hardware, s) for s in changepoints.new_steps(runs, since)]
     index = out / "index.html"
     index.write_text(_index(sections, open_steps), encoding="utf-8")
-    return index, revealed
+    return index, revealed, grouped
 
 
 def summary_markdown(revealed: list, site: str) -> str:
@@ -148,6 +150,57 @@ def summary_markdown(revealed: list, site: str) -> str:
         link = f"{site.rstrip('/')}/{page_path(hardware, step.fullname)}"
         lines.append(f"- [{step.fullname}]({link}) on {hardware}: {step.describe()}")
     return "\n".join(lines) + "\n"
+
+
+SPARK = "▁▂▃▄▅▆▇█"
+TREND_RUNS = 20  # runs shown in a job summary's trend line
+
+
+def sparkline(values: Sequence[float]) -> str:
+    """'▁▁▂▁█': each value as a bar between the smallest and the largest."""
+    low, high = min(values), max(values)
+    if high == low:
+        return SPARK[0] * len(values)
+    return "".join(SPARK[round((v - low) / (high - low) * (len(SPARK) - 1))] for v in values)
+
+
+def read_gate_regressions(path: Path) -> list[dict]:
+    """The confirmed regressions of a gate's JSON summary (``--perf-gate-report``'s twin)."""
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+        return [row for row in rows if row["verdict"] == "regression"]
+    except (OSError, ValueError, TypeError, KeyError) as error:
+        raise DashboardError(
+            f"{path} is not a perfgate gate summary ({error}); pass the gate.json that "
+            "--perf-gate wrote beside gate.md"
+        ) from None
+
+
+def regressions_markdown(regressions: list[dict], grouped: dict, site: str) -> str:
+    """For each confirmed regression: a link to its page and a trend line of its medians over
+    the newest TREND_RUNS runs of its hardware (the night's run last)."""
+    if not regressions:
+        return ""
+    lines = ["Confirmed regressions, with their history (newest run last):", ""]
+    for row in regressions:
+        name = row["name"]
+        homes = [
+            (hw, runs) for hw, runs in grouped.items() if any(name in r.benchmarks for r in runs)
+        ]
+        if not homes:
+            lines.append(f"- `{name}`: {row['message']} (no history: not in any run given)")
+            continue
+        hardware, runs = homes[0]
+        medians = [run.benchmarks[name].median for run in changepoints.measured(runs, name)]
+        shown = medians[-TREND_RUNS:]
+        link = f"{site.rstrip('/')}/{page_path(hardware, name)}"
+        change = row.get("change_percent")
+        change_text = f"{change:+.1f} %" if isinstance(change, int | float) else "see the gate"
+        lines.append(
+            f"- [{name}]({link}) on {hardware}, {change_text}: `{sparkline(shown)}` "
+            f"{fmt_time(min(shown))} .. {fmt_time(max(shown))} over {len(shown)} runs"
+        )
+    return "\n".join(lines) + "\n\n"
 
 
 def add_dashboard_parser(commands, formatter) -> None:
@@ -174,6 +227,13 @@ def add_dashboard_parser(commands, formatter) -> None:
         help="also append the new steps (markdown) to FILE, e.g. $GITHUB_STEP_SUMMARY",
     )
     parser.add_argument(
+        "--gate",
+        type=Path,
+        metavar="GATE.json",
+        help="the gate's JSON summary of the night: each confirmed regression is listed first, "
+        "linked to its page, with a trend line of its history",
+    )
+    parser.add_argument(
         "--link-base",
         default=".",
         metavar="URL",
@@ -185,13 +245,15 @@ def run_dashboard(args: argparse.Namespace, out, err) -> int:
     """Build the site; returns the exit status (see the module docstring)."""
     root = Path(args.baselines) if args.baselines else default_baselines_root()
     try:
-        index, revealed = build(root, args.runs, args.out, err)
+        regressions = read_gate_regressions(args.gate) if args.gate else []
+        index, revealed, grouped = build(root, args.runs, args.out, err)
     except (DashboardError, RunError) as error:
         print(f"perfgate dashboard: error: {error}", file=err)
         return 2
     print(f"wrote {index}", file=err)
-    if args.runs:
-        text = summary_markdown(revealed, args.link_base)
+    if args.runs or regressions:
+        text = regressions_markdown(regressions, grouped, args.link_base)
+        text += summary_markdown(revealed, args.link_base)
         out.write(text)
         if args.summary:
             with args.summary.open("a", encoding="utf-8") as summary:
