@@ -179,3 +179,16 @@ def test_a_saved_run_given_again_is_not_counted_twice(history, tmp_path):
                             str(saved), str(saved))  # fmt: skip
     assert status == 0
     assert ", 24 runs</p>" in (site / KEY / "test_kernel-cpu-stepped.html").read_text()
+
+
+def test_runs_given_join_the_history_in_the_order_they_were_recorded(tmp_path):
+    """Older runs given as files (an A/A series) go before a newer saved run, not after it."""
+    from perfgate.cli.history_runs import runs_by_hardware
+
+    folder = write_history(tmp_path / "baselines", runs=6, step_at=99)
+    older = []
+    for path in sorted(folder.glob("*.json"))[:4]:  # runs 1-4 leave the store, as files
+        older.append(tmp_path / path.name)
+        shutil.move(path, older[-1])
+    (runs,) = runs_by_hardware(tmp_path / "baselines", older).values()
+    assert [run.path.name[:4] for run in runs] == ["0001", "0002", "0003", "0004", "0005", "0006"]

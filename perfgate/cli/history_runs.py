@@ -24,7 +24,8 @@ def hardware_folders(root: Path) -> list[Path]:
 
 def runs_by_hardware(root: Path, extra: Iterable[Path] = ()) -> dict[str, list]:
     """The saved runs of every hardware folder under ``root`` plus the ``extra`` run files,
-    grouped by hardware key, each list oldest first (saved order, then extras by datetime)."""
+    grouped by hardware key, each list oldest first by recorded datetime (a run file given
+    may be older than the newest saved run: an A/A series, a night's run promoted later)."""
     grouped: dict[str, list] = {}
     saved = [
         (folder.name, run) for folder in hardware_folders(root) for run in store.saved_runs(folder)
@@ -33,9 +34,9 @@ def runs_by_hardware(root: Path, extra: Iterable[Path] = ()) -> dict[str, list]:
         grouped.setdefault(key, []).append(run)
     known = {run.path.resolve() for _, run in saved}
     given = {Path(path).resolve(): Path(path) for path in extra}  # each file once
-    for run in sorted((load(p) for r, p in given.items() if r not in known), key=_when):
+    for run in (load(p) for r, p in given.items() if r not in known):
         grouped.setdefault(run.hardware_key, []).append(run)
-    return grouped
+    return {key: sorted(runs, key=_when) for key, runs in grouped.items()}
 
 
 def _when(run) -> str:
