@@ -188,3 +188,17 @@ def test_compare_needs_two_runs(tmp_path):
     (folder / "0001_only.json").write_text((FOLDER / "0001_base.json").read_text())
     status, _, err = perfgate("compare", "--baselines", str(tmp_path), "--hardware", "ONE")
     assert status == 2 and "only 1 saved run" in error_line(err, "compare")
+
+
+def test_counted_runs_show_their_counts_and_the_torch_change(tmp_path):
+    """Instruction-count runs have no medians to show: the detail says the counts."""
+    sessions = Path(__file__).resolve().parent.parent / "docs" / "gate-validation"
+    a = next((sessions.parent.parent / "baselines" / "callgrind-x86_64-AVX2").rglob("0003_*.json"))
+    b = json.loads((sessions / "instructions-session5" / "aa-1.run.json").read_text())
+    b["machine_info"]["perfgate"]["software"]["torch"] = "2.14.0+cpu"
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    status, out, _ = perfgate("compare", str(a), str(tmp_path / "b.json"))
+    assert status == 0
+    assert "environment changed: torch 2.13.0+cpu -> 2.14.0+cpu" in out
+    row = table(out)["test_host_overhead[naive-attention-1x4x16x32]"]
+    assert row[VERDICT] == "unchanged" and row[VERDICT + 1].startswith("instructions per call")

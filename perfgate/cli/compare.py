@@ -85,9 +85,9 @@ def _cells(result: GateResult) -> list[str]:
         p_value,
         interval,
         str(result.verdict),
-        result.message if not result.verdict.gated or result.verdict is not Verdict.UNCHANGED
-        else "",
-    ]  # fmt: skip
+        # an unchanged time needs no words; an unchanged count has no medians: its message
+        "" if result.verdict is Verdict.UNCHANGED and c is not None else result.message,
+    ]
 
 
 def compare_text(a: Run, b: Run, thresholds: Thresholds, patterns: Sequence[str],
