@@ -33,7 +33,12 @@ from perfgate.callgrind_inject import crc32_cost, inject_fraction, injection
 from perfgate.counters import ALLOCATOR, stable_name
 
 TOOLS = ("valgrind", "callgrind_annotate", "callgrind_control")
-TOP_FUNCTIONS = 100  # functions kept per case for the diff, by self instructions per call
+# Functions kept per case for the diff, by self instructions per call: the 100 largest, and any
+# other with at least 0.1 % of the case (up to 400), so that work worth a share the gate can see
+# is named even in a small case, whose 100th function may be far below it.
+TOP_FUNCTIONS = 100
+LISTED_SHARE = 0.001
+MAX_FUNCTIONS = 400
 NAME_LENGTH = 160  # function names are cut here (C++ template names run to kilobytes)
 
 
@@ -121,7 +126,7 @@ def _summarize(raw: dict, scratch: str) -> dict:
         allocator.append((total - counted(total, counts)) / calls)
         functions.append(counts)
     median_repeat = per_call.index(statistics.median_low(per_call))
-    top = sorted(functions[median_repeat].items(), key=lambda item: -item[1])[:TOP_FUNCTIONS]
+    top = listed_functions(functions[median_repeat], per_call[median_repeat] * calls)
     return {
         "per_call": per_call,
         "allocator_per_call": statistics.median(allocator),
@@ -158,6 +163,16 @@ def annotate(dump: Path) -> tuple[int, dict[str, int]]:
     if total is None:
         raise CallgrindError(f"callgrind_annotate printed no PROGRAM TOTALS for {dump}")
     return total, counts
+
+
+def listed_functions(counts: dict[str, int], counted_total: float) -> list[tuple[str, int]]:
+    """The functions stored for the diff, largest first (TOP_FUNCTIONS, LISTED_SHARE)."""
+    ranked = sorted(counts.items(), key=lambda item: -item[1])
+    return [
+        item
+        for rank, item in enumerate(ranked[:MAX_FUNCTIONS])
+        if rank < TOP_FUNCTIONS or item[1] >= LISTED_SHARE * counted_total
+    ]
 
 
 def counted(total: int, counts: dict[str, int]) -> int:

@@ -111,6 +111,12 @@ def test_the_allocator_is_left_out_of_the_count_and_of_the_diff_but_shown():
     ]
 
 
+def test_a_small_function_worth_a_share_of_the_case_is_listed_beyond_the_top_100():
+    counts = {f"f{i}": 10_000 - i for i in range(150)} | {"crc32_z": 600, "tiny": 5}
+    listed = dict(callgrind.listed_functions(counts, 500_000))  # 0.1 %: 500 instructions
+    assert len(listed) == 151 and "crc32_z" in listed and "tiny" not in listed
+
+
 def test_counts_that_left_out_other_functions_are_not_compared():
     before = case(1_000_000)  # an older baseline: the allocator was counted
     now = {**case(900_000), "uncounted": counters.UNCOUNTED}
