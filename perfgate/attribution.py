@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 ROWS = 10
+PROFILE_ROWS = 15  # parts a stored profile keeps of each kind (kernels, allocation sites)
 
 PARTS = {  # what a profile lists: key, heading, how one value is written
     "time": ("time_us", "kernels by change in {clock} time per call", "{:,.1f} us"),
@@ -19,26 +20,44 @@ PARTS = {  # what a profile lists: key, heading, how one value is written
 
 
 def top_changes(
-    before: dict[str, float], now: dict[str, float], top: int, write: Callable[[float], str]
+    before: dict[str, float],
+    now: dict[str, float],
+    top: int,
+    write: Callable[[float], str],
+    cut: tuple[bool, bool] = (False, False),
 ) -> list[str]:
     """One line per part whose value changed, the largest change first, at most ``top``.
 
-    Each side stores only its largest parts; one missing on a side counts as 0 there and is
-    shown as "not in top" (its true value is at most that side's smallest stored one).
+    Each side stores its largest parts. ``cut`` says, for (before, now), whether that side's
+    list was cut short: then a part missing there may still be there, below the smallest stored
+    value, and its change is only known to be at least the distance to that value ("or more";
+    none when it may be no change at all). A part missing from a complete list is 0 there.
     """
-    deltas = {name: now.get(name, 0) - before.get(name, 0) for name in set(before) | set(now)}
-    shown_zero = write(0)  # a change too small to show at the written precision is no change
-    changed = [d for d in deltas.items() if write(abs(d[1])) != shown_zero]
-    changed.sort(key=lambda d: (-abs(d[1]), d[0]))
+    floors = [min(side.values()) if cut_here and side else 0 for side, cut_here in
+              zip((before, now), cut, strict=True)]  # fmt: skip
 
-    def shown(values: dict, name: str) -> str:
-        return write(values[name]) if name in values else "not in top"
+    def change(name: str) -> tuple[float, bool]:
+        if name in before and name in now:
+            return now[name] - before[name], False
+        if name in now:
+            return now[name] - min(now[name], floors[0]), floors[0] > 0
+        return min(before[name], floors[1]) - before[name], floors[1] > 0
+
+    shown_zero = write(0)  # a change too small to show at the written precision is no change
+    changes = {name: change(name) for name in set(before) | set(now)}
+    changed = [(n, d, bound) for n, (d, bound) in changes.items() if write(abs(d)) != shown_zero]
+    changed.sort(key=lambda item: (-abs(item[1]), item[0]))
+
+    def shown(values: dict, floor: float, name: str) -> str:
+        if name in values:
+            return write(values[name])
+        return f"not in top (at most {write(floor)})" if floor else "not in top"
 
     sign = {True: "+", False: "-"}
     return [
-        f"{sign[delta > 0]}{write(abs(delta))} {name} "
-        f"(baseline {shown(before, name)} -> now {shown(now, name)})"
-        for name, delta in changed[:top]
+        f"{sign[delta > 0]}{write(abs(delta))}{' or more' if bound else ''} {name} "
+        f"(baseline {shown(before, floors[0], name)} -> now {shown(now, floors[1], name)})"
+        for name, delta, bound in changed[:top]
     ]
 
 
@@ -56,7 +75,8 @@ def profile_diff(baseline: dict | None, current: dict | None, part: str) -> list
         return [f"profiles of other clocks, not compared: {clocks}"]
     key, heading, form = PARTS[part]
     before, now = dict(baseline.get(key) or []), dict(current.get(key) or [])
-    lines = top_changes(before, now, ROWS, form.format)
+    cut = (len(before) >= PROFILE_ROWS, len(now) >= PROFILE_ROWS)
+    lines = top_changes(before, now, ROWS, form.format, cut)
     heading = heading.format(clock=current["clock"])
     if not lines:
         return [f"{heading}: no change in the stored profiles"]

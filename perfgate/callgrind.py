@@ -30,13 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.callgrind_inject import crc32_cost, inject_fraction, injection
-from perfgate.counters import ALLOCATOR, stable_name
+from perfgate.counters import ALLOCATOR, STORED_FUNCTIONS, stable_name
 
 TOOLS = ("valgrind", "callgrind_annotate", "callgrind_control")
 # Functions kept per case for the diff, by self instructions per call: the 100 largest, and any
 # other with at least 0.1 % of the case (up to 400), so that work worth a share the gate can see
 # is named even in a small case, whose 100th function may be far below it.
-TOP_FUNCTIONS = 100
 LISTED_SHARE = 0.001
 MAX_FUNCTIONS = 400
 NAME_LENGTH = 160  # function names are cut here (C++ template names run to kilobytes)
@@ -166,12 +165,12 @@ def annotate(dump: Path) -> tuple[int, dict[str, int]]:
 
 
 def listed_functions(counts: dict[str, int], counted_total: float) -> list[tuple[str, int]]:
-    """The functions stored for the diff, largest first (TOP_FUNCTIONS, LISTED_SHARE)."""
+    """The functions stored for the diff, largest first (STORED_FUNCTIONS, LISTED_SHARE)."""
     ranked = sorted(counts.items(), key=lambda item: -item[1])
     return [
         item
         for rank, item in enumerate(ranked[:MAX_FUNCTIONS])
-        if rank < TOP_FUNCTIONS or item[1] >= LISTED_SHARE * counted_total
+        if rank < STORED_FUNCTIONS or item[1] >= LISTED_SHARE * counted_total
     ]
 
 

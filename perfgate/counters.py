@@ -20,6 +20,7 @@ from perfgate.attribution import top_changes
 SECONDS_PER_INSTRUCTION = 1e-9  # the nominal unit of the samples pytest-benchmark stores
 DEFAULT_TOLERANCE = 0.01  # instructions per call may grow by 1 % before the gate fails
 DIFF_ROWS = 10
+STORED_FUNCTIONS = 100  # each side stores at least this many functions when it has them
 # glibc's allocator (functions of its malloc.c): how many instructions a malloc or free takes
 # depends on the heap's history, so the same case read up to 0.8 % apart after different
 # earlier cases (a -k subset vs the whole session) and 0.5 % between sessions. The counted
@@ -126,11 +127,13 @@ def _stable_counts(extra_info: dict) -> dict[str, int]:
 def function_diff(baseline_extra: dict, current_extra: dict, top: int = DIFF_ROWS) -> list[str]:
     """The ``top`` functions whose self instructions per call changed most, baseline vs now,
     outside the allocator (not counted; one line gives its totals)."""
+    stored = [_stable_counts(side) for side in (baseline_extra, current_extra)]
+    # a list of STORED_FUNCTIONS or more was cut: smaller functions are not stored on that side
+    cut = (len(stored[0]) >= STORED_FUNCTIONS, len(stored[1]) >= STORED_FUNCTIONS)
     before, now = (
-        {name: n for name, n in _stable_counts(side).items() if not name.startswith(ALLOCATOR)}
-        for side in (baseline_extra, current_extra)
+        {name: n for name, n in side.items() if not name.startswith(ALLOCATOR)} for side in stored
     )
-    lines = top_changes(before, now, top, "{:,}".format)
+    lines = top_changes(before, now, top, "{:,}".format, cut)
     if lines:
         lines.insert(0, f"top {len(lines)} functions by change in self instructions per call:")
     else:

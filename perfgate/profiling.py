@@ -25,10 +25,10 @@ import torch
 from torch.autograd import DeviceType
 
 from perfgate import _pytest_benchmark
+from perfgate.attribution import PROFILE_ROWS
 from perfgate.reruns import run_again
 
 PROFILED_CALLS = 5
-PROFILE_ROWS = 15  # kernels and allocation sites kept per case
 NAME_LENGTH = 160  # kernel names are cut here (C++ template names run to kilobytes)
 
 _profile_dir: Path | None = None  # profile each case into files here instead of timing it

@@ -168,3 +168,15 @@ def test_a_run_that_is_not_saved_stores_no_profile(timed_project, tmp_path):
     assert "profile" not in json.loads(report.read_text())["benchmarks"][1]["extra_info"]
     assert run(timed_project, f"--benchmark-json={report}", "--perf-store-profiles=always").ret == 0
     assert "profile" in json.loads(report.read_text())["benchmarks"][1]["extra_info"]
+
+
+def test_a_part_missing_from_a_cut_list_changed_at_most_by_the_distance_to_its_floor():
+    from perfgate.attribution import top_changes
+
+    before = {"big": 1000, "small": 300}  # cut: parts below 300 were not stored
+    now = {"big": 1000, "small": 300, "view": 228, "crc32": 700}
+    lines = top_changes(before, now, 10, "{:,}".format, cut=(True, False))
+    # view may have been 228 before too (below the floor): no change claimed
+    assert lines == ["+400 or more crc32 (baseline not in top (at most 300) -> now 700)"]
+    complete = top_changes(before, now, 10, "{:,}".format, cut=(False, False))
+    assert complete[0] == "+700 crc32 (baseline not in top -> now 700)"
