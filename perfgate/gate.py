@@ -17,7 +17,7 @@ from perfgate import _pytest_benchmark, profiling
 from perfgate.baseline_session import GATE_NOT_RUN, BaselineChoice, Saver
 from perfgate.counters import is_instructions
 from perfgate.declarations import declarations, test_name, uses_benchmark
-from perfgate.reruns import run_again
+from perfgate.reruns import run_again, say
 from perfgate.verdict import summary
 from perfgate.verdict.pairing import declarations_of
 from perfgate.verdict.rules import Thresholds, parse_thresholds
@@ -133,7 +133,7 @@ class GateSession:
         self.results, confirmation = judge(members, current, self.thresholds), None
         if any(r.verdict is Verdict.UNCONFIRMED for r in self.results):
             names = rerun_names(self.results, current, declarations_of(current))
-            self._say(f"perfgate gate: re-running {len(names)} benchmarks to confirm")
+            say(self.config, f"perfgate gate: re-running {len(names)} benchmarks to confirm")
             confirmation = self.rerun(session, names)
             self.results = judge(members, current, self.thresholds, confirmation)
         regressed = {r.name for r in self.results if r.verdict is Verdict.REGRESSION}
@@ -170,17 +170,13 @@ class GateSession:
 
     def profile(self, session: pytest.Session, names: set[str]) -> None:
         folder = self.report_path.parent / "profile"
-        self._say(f"perfgate gate: profiling {len(names)} confirmed regressions into {folder}")
+        line = f"perfgate gate: profiling {len(names)} confirmed regressions into {folder}"
+        say(self.config, line)
         profiling.set_profile_dir(folder)
         try:
             self.rerun(session, names)
         finally:
             profiling.set_profile_dir(None)
-
-    def _say(self, line: str) -> None:
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(line, bold=True)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         lines = list(self.lines)

@@ -26,7 +26,7 @@ from torch.autograd import DeviceType
 
 from perfgate import _pytest_benchmark
 from perfgate.attribution import PROFILE_ROWS
-from perfgate.reruns import run_again
+from perfgate.reruns import run_again, say
 
 PROFILED_CALLS = 5
 NAME_LENGTH = 160  # kernel names are cut here (C++ template names run to kilobytes)
@@ -80,7 +80,7 @@ class ProfileStore:
             return result
         timed = _pytest_benchmark.timed_names(self.config) & profilable
         if timed:
-            _say(self.config, f"perfgate: profiling {len(timed)} timed cases to store with the run")
+            say(self.config, f"perfgate: profiling {len(timed)} timed cases to store with the run")
             start, start_time = _pytest_benchmark.result_count(self.config), time.perf_counter()
             set_collecting(True)
             try:
@@ -92,17 +92,11 @@ class ProfileStore:
                 _pytest_benchmark.add_extra_info(self.config, name, "profile", collected[name])
             seconds = time.perf_counter() - start_time
             stored = len(timed & set(collected))
-            _say(self.config, f"perfgate: {stored} profiles stored in {seconds:.0f} s")
+            say(self.config, f"perfgate: {stored} profiles stored in {seconds:.0f} s")
             if failed:
-                _say(self.config, f"perfgate: no profile for {len(failed)} cases that failed "
+                say(self.config, f"perfgate: no profile for {len(failed)} cases that failed "
                      f"when run again under the profiler: {', '.join(failed)}")  # fmt: skip
         return result
-
-
-def _say(config: pytest.Config, line: str) -> None:
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(line, bold=True)
 
 
 def profile_calls(

@@ -8,6 +8,13 @@ import pytest
 from _pytest.runner import runtestprotocol
 
 
+def say(config: pytest.Config, line: str) -> None:
+    """One bold line in pytest's terminal: what a pass after the main loop is doing."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line(line, bold=True)
+
+
 def run_again(session: pytest.Session, names: set[str]) -> list[str]:
     """Run the items whose node ids are in ``names`` once more, in collection order; the node
     ids of those that failed."""

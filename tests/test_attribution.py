@@ -12,7 +12,7 @@ from perfgate import profiling
 from perfgate.attribution import profile_diff
 from perfgate.benchmark import run_from_json
 from perfgate.verdict.session import Verdict, judge
-from tests.test_plugin import VIRTUAL_CLOCK, run, saved_runs
+from tests.test_plugin import run, saved_runs, virtual_clock_project
 
 
 def test_a_compact_profile_lists_operator_time_and_where_memory_was_allocated():
@@ -131,11 +131,7 @@ def test_case(benchmark):
 
 @pytest.fixture
 def timed_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    pytester.makepyfile(test_timed=TIMED_CASE, virtual_clock=VIRTUAL_CLOCK)
-    monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.002")
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-        monkeypatch.delenv(name, raising=False)
-    return pytester
+    return virtual_clock_project(pytester, monkeypatch, test_timed=TIMED_CASE)
 
 
 def test_the_gate_names_the_operator_a_regression_added(timed_project, monkeypatch):

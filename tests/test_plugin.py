@@ -39,14 +39,21 @@ def test_work(benchmark):
 """
 
 
-@pytest.fixture
-def bench_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    pytester.makepyfile(test_bench=BENCHMARK, virtual_clock=VIRTUAL_CLOCK)
+def virtual_clock_project(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, **files: str
+) -> pytest.Pytester:
+    """A project of ``files`` timed on the virtual clock, each work() call 2 ms."""
+    pytester.makepyfile(virtual_clock=VIRTUAL_CLOCK, **files)
     monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.002")
     # under pytest-xdist the inner pytest would inherit these and disable its benchmarks
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(name, raising=False)
     return pytester
+
+
+@pytest.fixture
+def bench_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    return virtual_clock_project(pytester, monkeypatch, test_bench=BENCHMARK)
 
 
 PLUGINS = ("-p", "perfgate.plugin", "-p", "no:cacheprovider")
