@@ -30,6 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.callgrind_inject import crc32_cost, inject_fraction, injection
+from perfgate.callgrind_process import (
+    environment,
+    no_address_randomization,
+    python_in,
+    scratch_parent,
+)
 from perfgate.counters import ALLOCATOR, STORED_FUNCTIONS, stable_name
 
 TOOLS = ("valgrind", "callgrind_annotate", "callgrind_control")
@@ -70,24 +76,26 @@ def measure(module: str, cases: list[str], repeats: int, root: Path, log: Path) 
     instructions per call] of the median repeat), ``counters`` and ``calls``.
     ``log`` receives valgrind's output; ``root`` goes on PYTHONPATH.
     """
-    with tempfile.TemporaryDirectory(prefix="perfgate-callgrind-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="perfgate-callgrind-", dir=scratch_parent()) as scratch:
         spec = {"module": module, "cases": cases, "repeats": repeats, "out": scratch}
         spec_path = Path(scratch, "spec.json")
         spec_path.write_text(json.dumps(spec))
         command = [
+            *no_address_randomization(),
             "valgrind",
             "--tool=callgrind",
             "--instr-atstart=no",
             "--collect-atstart=no",
             f"--callgrind-out-file={scratch}/callgrind.out",
-            sys.executable,
+            python_in(Path(scratch)),
             "-m",
             "perfgate.callgrind",
             str(spec_path),
         ]
+        env = environment(root, Path(scratch))
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "w", encoding="utf-8") as output:
-            done = subprocess.run(command, env=_environment(root), stdout=output, stderr=output)
+            done = subprocess.run(command, env=env, cwd=scratch, stdout=output, stderr=output)
         results_path = Path(scratch, "results.json")
         if done.returncode != 0 or not results_path.exists():
             raise CallgrindError(
@@ -96,19 +104,6 @@ def measure(module: str, cases: list[str], repeats: int, root: Path, log: Path) 
             )
         raw = json.loads(results_path.read_text())
         return {name: _summarize(raw[name], scratch) for name in cases}
-
-
-def _environment(root: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("TRITON_INTERPRET", None)  # the CPU reference paths, not Triton's numpy interpreter
-    path = [str(root), env.get("PYTHONPATH", "")]
-    env.update(
-        PYTHONPATH=os.pathsep.join(p for p in path if p),
-        PYTHONHASHSEED="0",
-        OMP_NUM_THREADS="1",
-        TORCHINDUCTOR_COMPILE_THREADS="1",  # compile in-process, no worker pool under valgrind
-    )
-    return env
 
 
 def _last_line(log: Path) -> str:

@@ -128,8 +128,16 @@ def test_counts_that_left_out_other_functions_are_not_compared():
 
 def test_the_key_names_the_instruction_set_not_the_cpu_model():
     key = counters.hardware_key()
-    assert key.startswith("callgrind-") and key.endswith(torch.backends.cpu.get_cpu_capability())
+    capability = torch.backends.cpu.get_cpu_capability()
+    assert key.startswith("callgrind-") and key.endswith(counters.counted_capability())
+    assert key.endswith("AVX2" if capability == "AVX512" else capability)
     assert "cores" not in key
+
+
+def test_a_machine_with_avx512_counts_the_avx2_code_valgrind_runs(monkeypatch):
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX512")
+    assert counters.counted_capability() == "AVX2"
+    assert counters.hardware_key().endswith("-AVX2")
 
 
 def counted_run(extra: dict, threshold=None):
