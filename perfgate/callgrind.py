@@ -1,12 +1,13 @@
-"""Instruction counts of host-overhead cases, all measured in one callgrind process.
+"""Instruction counts of host-overhead cases, measured by callgrind.
 
 The parent (``measure``) starts ``valgrind --tool=callgrind`` with instrumentation off, running
-this module as a script (``main``). The script builds each case (compiling included) at near
-native speed, switches instrumentation on with ``callgrind_control``, runs one uncounted warm-up
-repeat and ``repeats`` counted repeats of ``calls`` calls, each dumped to its own file by
+``perfgate.callgrind_child`` as a script, in a few processes at once, each with another heap
+layout; each builds every case (compiling included) at near native speed, switches
+instrumentation on with ``callgrind_control``, runs one uncounted warm-up repeat and
+``repeats`` counted repeats of ``calls`` calls, each dumped to its own file by
 ``torch._C._valgrind_toggle_and_dump_stats``, switches it off again and counts the exact
-counters (ATen operators, Python calls, Dynamo graphs). The parent then reads every dump with
-``callgrind_annotate``.
+counters (ATen operators, Python calls, Dynamo graphs). The parent reads every dump with
+``callgrind_annotate`` and keeps per case the layout with the fewest instructions.
 
 ``PERFGATE_INJECT_INSTRUCTIONS`` (gate validation, ``perfgate/callgrind_inject.py``) adds a
 known share of instructions to every call.
@@ -14,22 +15,17 @@ known share of instructions to every call.
 
 from __future__ import annotations
 
-import gc
-import importlib
+import contextlib
 import json
-import os
 import re
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfgate.callgrind_inject import crc32_cost, inject_fraction, injection
 from perfgate.callgrind_process import (
     environment,
     no_address_randomization,
@@ -39,6 +35,7 @@ from perfgate.callgrind_process import (
 from perfgate.counters import ALLOCATOR, STORED_FUNCTIONS, stable_name
 
 TOOLS = ("valgrind", "callgrind_annotate", "callgrind_control")
+LAYOUT_VARIABLE = "PERFGATE_CALLGRIND_LAYOUT"  # which heap layout a counting process takes
 # Functions kept per case for the diff, by self instructions per call: the 100 largest, and any
 # other with at least 0.1 % of the case (up to 400), so that work worth a share the gate can see
 # is named even in a small case, whose 100th function may be far below it.
@@ -68,42 +65,91 @@ def missing_tools() -> list[str]:
 
 
 # --- the parent: start valgrind, read the dumps ------------------------------------------------
-def measure(module: str, cases: list[str], repeats: int, root: Path, log: Path) -> dict[str, dict]:
-    """Count every case of ``module.HOST_CASES`` named in ``cases`` in one callgrind process.
+def measure(
+    module: str, cases: list[str], repeats: int, root: Path, log: Path, layouts: int = 1
+) -> dict[str, dict]:
+    """Count every case of ``module.HOST_CASES`` named in ``cases`` in ``layouts`` callgrind
+    processes at once, each with another heap layout (``shift_layout``), and keep per case the
+    process that counted the fewest instructions per call.
+
+    A layout can only add work (unlucky collisions in CPython's method cache and dictionaries:
+    ``docs/gate-validation/instructions-session6/``), so the fewest over several layouts is the
+    count that does not depend on the one a session happens to get.
 
     Returns per case: ``per_call`` (instructions per call of each repeat, outside the allocator),
     ``allocator_per_call`` (the allocator's, not gated), ``top_functions`` ([name, self
-    instructions per call] of the median repeat), ``counters`` and ``calls``.
-    ``log`` receives valgrind's output; ``root`` goes on PYTHONPATH.
+    instructions per call] of the median repeat), ``counters``, ``calls``, and ``layout`` (the
+    process kept) with ``per_layout`` (each process's median per call). ``log`` receives the
+    first process's valgrind output, ``LOG-layoutN`` the others'; ``root`` goes on PYTHONPATH.
     """
-    with tempfile.TemporaryDirectory(prefix="perfgate-callgrind-", dir=scratch_parent()) as scratch:
-        spec = {"module": module, "cases": cases, "repeats": repeats, "out": scratch}
-        spec_path = Path(scratch, "spec.json")
-        spec_path.write_text(json.dumps(spec))
-        command = [
-            *no_address_randomization(),
-            "valgrind",
-            "--tool=callgrind",
-            "--instr-atstart=no",
-            "--collect-atstart=no",
-            f"--callgrind-out-file={scratch}/callgrind.out",
-            python_in(Path(scratch)),
-            "-m",
-            "perfgate.callgrind",
-            str(spec_path),
-        ]
-        env = environment(root, Path(scratch))
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "w", encoding="utf-8") as output:
-            done = subprocess.run(command, env=env, cwd=scratch, stdout=output, stderr=output)
-        results_path = Path(scratch, "results.json")
-        if done.returncode != 0 or not results_path.exists():
-            raise CallgrindError(
-                f"the callgrind run failed (exit {done.returncode}): {_last_line(log)}; "
-                f"full log in {log}"
+    with contextlib.ExitStack() as stack:
+        folders = [
+            stack.enter_context(
+                tempfile.TemporaryDirectory(prefix="perfgate-callgrind-", dir=scratch_parent())
             )
-        raw = json.loads(results_path.read_text())
-        return {name: _summarize(raw[name], scratch) for name in cases}
+            for _ in range(layouts)
+        ]
+        logs = [log] + [
+            log.with_name(f"{log.stem}-layout{n}{log.suffix}") for n in range(1, layouts)
+        ]
+        log.parent.mkdir(parents=True, exist_ok=True)
+        processes = []
+        try:
+            for layout, (scratch, path) in enumerate(zip(folders, logs, strict=True)):
+                spec = {"module": module, "cases": cases, "repeats": repeats, "out": scratch}
+                processes.append(_start(spec, root, Path(scratch), path, layout))
+            counted = [
+                _finish(process, Path(s), path)
+                for process, s, path in zip(processes, folders, logs, strict=True)
+            ]
+        finally:
+            for process in processes:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+        per_layout = [
+            {name: _summarize(raw[name], scratch) for name in cases}
+            for raw, scratch in zip(counted, folders, strict=True)
+        ]
+        return {name: _fewest([each[name] for each in per_layout]) for name in cases}
+
+
+def _start(spec: dict, root: Path, scratch: Path, log: Path, layout: int) -> subprocess.Popen:
+    spec_path = scratch / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    command = [
+        *no_address_randomization(),
+        "valgrind",
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        "--collect-atstart=no",
+        f"--callgrind-out-file={scratch}/callgrind.out",
+        python_in(scratch),
+        "-m",
+        "perfgate.callgrind_child",
+        str(spec_path),
+    ]
+    env = {**environment(root, scratch), LAYOUT_VARIABLE: str(layout)}
+    with open(log, "w", encoding="utf-8") as output:  # the child keeps its own handle
+        return subprocess.Popen(command, env=env, cwd=scratch, stdout=output, stderr=output)
+
+
+def _finish(process: subprocess.Popen, scratch: Path, log: Path) -> dict:
+    """The results of a counting process, once it ends; CallgrindError if it failed."""
+    returncode = process.wait()
+    results = scratch / "results.json"
+    if returncode != 0 or not results.exists():
+        raise CallgrindError(
+            f"the callgrind run failed (exit {returncode}): {_last_line(log)}; full log in {log}"
+        )
+    return json.loads(results.read_text())
+
+
+def _fewest(summaries: list[dict]) -> dict:
+    """The summary of the layout with the fewest instructions per call (median of repeats)."""
+    medians = [statistics.median(summary["per_call"]) for summary in summaries]
+    layout = medians.index(min(medians))
+    return {**summaries[layout], "layout": layout, "per_layout": medians}
 
 
 def _last_line(log: Path) -> str:
@@ -181,119 +227,3 @@ def short_name(function: str) -> str:
     function = re.sub(r"^.*/(Python|Objects|Modules|Include)/", r"\1/", function)
     function = re.sub(r"^\./[^:]*/", "", function)  # glibc's ./malloc/./malloc/malloc.c
     return stable_name(function[:NAME_LENGTH])
-
-
-# --- the script inside valgrind ----------------------------------------------------------------
-def set_instrumentation(on: bool) -> None:
-    """Switch callgrind's instrumentation for this process; spins while waiting, because
-    callgrind only reads commands while the program runs."""
-    command = ["callgrind_control", "--instr=" + ("on" if on else "off"), str(os.getpid())]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    while process.poll() is None:
-        sum(range(1000))
-    output = process.stdout.read().decode(errors="replace")
-    if process.returncode != 0 or "OK" not in output:
-        raise CallgrindError(f"callgrind_control failed: {output.strip()}")
-
-
-class _Dumps:
-    """Counts the dumps callgrind writes (callgrind.out.1, .2, ...) in this process."""
-
-    def __init__(self, folder: str):
-        self.folder = folder
-        self.written = 0
-
-    def count(self, calls: Callable[[], None]) -> int:
-        """Run ``calls`` with collection on and dump; the dump's number."""
-        import torch
-
-        gc.collect()
-        gc.disable()
-        torch._C._valgrind_toggle()
-        calls()
-        torch._C._valgrind_toggle_and_dump_stats()
-        gc.enable()
-        self.written += 1
-        return self.written
-
-    def per_call(self, number: int, calls: int) -> float:
-        return counted(*annotate(Path(self.folder, f"callgrind.out.{number}"))) / calls
-
-
-def _loop(fn: Callable[[], object], calls: int, extra: Callable[[], object] | None):
-    """``calls`` calls of ``fn``, each followed by ``extra`` when one is given."""
-
-    def plain() -> None:
-        for _ in range(calls):
-            fn()
-
-    def injected() -> None:
-        for _ in range(calls):
-            fn()
-            extra()
-
-    return plain if extra is None else injected
-
-
-def measure_case(case: HostCase, repeats: int, dumps: _Dumps, inject: float, cost) -> dict:
-    """Build, warm up and count one case (instrumentation must be off on entry and on exit)."""
-    import torch
-
-    from perfgate.exact_counters import exact_counters
-
-    torch.manual_seed(0)
-    torch._dynamo.utils.counters.clear()
-    fn = case.build()
-    fn()
-    graphs_after_first_call = torch._dynamo.utils.counters["stats"]["unique_graphs"]
-    set_instrumentation(True)
-    # The first dump after instrumentation comes on carries callgrind's bookkeeping of the
-    # switch (a wrapped, huge count), and the new code's translations are made here: discarded.
-    dumps.count(_loop(fn, case.calls, None))
-    numbers = [dumps.count(_loop(fn, case.calls, None)) for _ in range(repeats)]
-    extra, injected, uninjected = None, 0, []
-    if inject:
-        uninjected = [dumps.per_call(n, case.calls) for n in numbers]
-        own = statistics.median(uninjected)
-        extra, expected = injection(cost, inject * own)
-        # a call costs less after fn() in one loop than alone in its own: size it in place
-        added = dumps.per_call(dumps.count(_loop(fn, case.calls, extra)), case.calls) - own
-        extra, injected = injection((cost[0] + added - expected, cost[1]), inject * own)
-        numbers = [dumps.count(_loop(fn, case.calls, extra)) for _ in range(repeats)]
-    set_instrumentation(False)
-    counters = exact_counters(fn, extra, case.calls, graphs_after_first_call, case.count_aten_ops)
-    return {
-        "dumps": numbers,
-        "calls": case.calls,
-        "counters": counters,
-        "injected_instructions": injected,
-        "uninjected_per_call": uninjected,
-    }
-
-
-def main(spec_path: str) -> int:
-    start = time.perf_counter()
-    import torch
-
-    print(f"perfgate callgrind: torch imported in {time.perf_counter() - start:.0f} s", flush=True)
-    spec = json.loads(Path(spec_path).read_text())
-    torch.set_num_threads(1)
-    cases = importlib.import_module(spec["module"]).HOST_CASES
-    dumps, inject, cost = _Dumps(spec["out"]), inject_fraction(), None
-    if inject:
-        set_instrumentation(True)
-        dumps.count(lambda: None)  # the dump after the switch is not a count (measure_case)
-        cost = crc32_cost(lambda call: dumps.per_call(dumps.count(_loop(call, 20, None)), 20))
-        set_instrumentation(False)
-    results = {}
-    with torch.inference_mode():
-        for name in spec["cases"]:
-            start = time.perf_counter()
-            results[name] = measure_case(cases[name], spec["repeats"], dumps, inject, cost)
-            print(f"perfgate callgrind: {name} in {time.perf_counter() - start:.0f} s", flush=True)
-    Path(spec["out"], "results.json").write_text(json.dumps(results))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))

@@ -4,7 +4,8 @@ A host-overhead case stores its counts in pytest-benchmark's JSON: per repeat, i
 call as samples in units of 1e-9 (1 instruction reads as 1 ns, so pytest-benchmark's tables stay
 readable), and the exact figures in ``extra_info``: ``measure: "instructions"``,
 ``instructions`` (median per call), ``instructions_spread`` (max / min - 1 over repeats),
-``counters`` (exact counts per call) and ``top_functions`` ([name, self instructions per call]).
+``counters`` (exact counts per call), ``top_functions`` ([name, self instructions per call]) and
+``instructions_by_layout`` (each counting process's median; ``layout`` is the one kept).
 The counted instructions leave out the C allocator (``uncounted`` says so; ``ALLOCATOR``).
 """
 
@@ -71,6 +72,9 @@ def record_instructions(benchmark, result: dict) -> None:
         uncounted=UNCOUNTED,
         allocator_instructions=round(result["allocator_per_call"]),
     )
+    if "per_layout" in result:  # several counting processes: each one's count, and the one kept
+        benchmark.extra_info["instructions_by_layout"] = [round(n) for n in result["per_layout"]]
+        benchmark.extra_info["layout"] = result["layout"]
     if result.get("injected_instructions"):  # gate validation: the same case before injection
         benchmark.extra_info["injected_instructions"] = result["injected_instructions"]
         benchmark.extra_info["uninjected_per_call"] = result["uninjected_per_call"]

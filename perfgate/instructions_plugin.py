@@ -15,6 +15,7 @@ from perfgate import callgrind, counters
 from perfgate.baseline_session import GateCannotRun
 
 DEFAULT_REPEATS = 3
+DEFAULT_LAYOUTS = 3  # counting processes, each with another heap layout (perfgate/callgrind.py)
 INSTALL_HINT = "install it with `apt-get install valgrind` (Debian, Ubuntu)"
 
 
@@ -32,6 +33,14 @@ def add_options(group) -> None:
         default=DEFAULT_REPEATS,
         metavar="N",
         help=f"counted repeats per instruction-count case (default {DEFAULT_REPEATS})",
+    )
+    group.addoption(
+        "--perf-callgrind-layouts",
+        type=int,
+        default=DEFAULT_LAYOUTS,
+        metavar="N",
+        help="callgrind processes run at once, each with another heap layout; a case keeps the "
+        f"fewest instructions of them (default {DEFAULT_LAYOUTS})",
     )
 
 
@@ -52,6 +61,8 @@ def configure(config: pytest.Config) -> None:
     )
     if config.getoption("--perf-callgrind-repeats") < 2:
         raise pytest.UsageError("--perf-callgrind-repeats must be at least 2 (for the spread)")
+    if config.getoption("--perf-callgrind-layouts") < 1:
+        raise pytest.UsageError("--perf-callgrind-layouts must be at least 1")
     missing = callgrind.missing_tools()
     if measuring_instructions(config) and config.getoption("--perf-gate", False) and missing:
         raise GateCannotRun(
@@ -77,7 +88,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def instruction_counts(request: pytest.FixtureRequest) -> dict[str, dict]:
-    """Every selected case counted once, in one callgrind process per case module."""
+    """Every selected case counted, in --perf-callgrind-layouts processes per case module."""
     config = request.config
     if missing := callgrind.missing_tools():
         pytest.skip(f"instruction counts need valgrind ({', '.join(missing)} not found): "
@@ -89,10 +100,11 @@ def instruction_counts(request: pytest.FixtureRequest) -> dict[str, dict]:
     results: dict[str, dict] = {}
     log = Path("perfgate-results") / f"callgrind-{os.getpid()}.log"  # one per session
     repeats = config.getoption("--perf-callgrind-repeats")
+    layouts = config.getoption("--perf-callgrind-layouts")
     for module, cases in by_module.items():
         try:
             callgrind.inject_fraction()  # a bad value fails here, before valgrind starts
-            results.update(callgrind.measure(module, cases, repeats, config.rootpath, log))
+            results.update(callgrind.measure(module, cases, repeats, config.rootpath, log, layouts))
         except (callgrind.CallgrindError, ValueError) as error:
             pytest.fail(str(error), pytrace=False)
     return results

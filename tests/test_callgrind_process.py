@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from perfgate import callgrind_process
+from perfgate import callgrind, callgrind_child, callgrind_process
 
 
 def made(tmp_path: Path, root: Path, name: str) -> tuple[dict[str, str], Path]:
@@ -77,3 +78,30 @@ def test_the_interpreter_is_called_through_a_link_of_fixed_length(tmp_path):
     python = Path(callgrind_process.python_in(tmp_path))
     assert str(python).startswith(str(tmp_path / "venv"))
     assert python.resolve() == Path(sys.executable).resolve()
+
+
+def test_each_case_keeps_the_layout_with_the_fewest_instructions():
+    summaries = [{"per_call": [101.0, 102.0, 103.0]}, {"per_call": [99.0, 100.0, 100.0]}]
+    kept = callgrind._fewest(summaries)
+    assert kept["layout"] == 1 and kept["per_call"] == [99.0, 100.0, 100.0]
+    assert kept["per_layout"] == [102.0, 100.0]
+
+
+def test_a_failed_counting_process_stops_the_others_with_one_line(tmp_path, monkeypatch):
+    started = []
+
+    def start(spec, root, scratch, log, layout):
+        log.write_text("valgrind: the last line\n")
+        command = ["sh", "-c", "exit 3"] if layout == 0 else ["sleep", "60"]
+        started.append(subprocess.Popen(command))
+        return started[-1]
+
+    monkeypatch.setattr(callgrind, "_start", start)
+    with pytest.raises(callgrind.CallgrindError, match="exit 3.*the last line"):
+        callgrind.measure("m", ["case"], 2, tmp_path, tmp_path / "log.txt", layouts=2)
+    assert all(process.poll() is not None for process in started)  # none left running
+
+
+def test_layouts_shift_the_classes_made_before_torch():
+    assert callgrind_child.shift_layout(0) == []
+    assert len(callgrind_child.shift_layout(2)) == 2 * callgrind_child.LAYOUT_CLASSES
