@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import callgrind, counters
+from perfgate import callgrind, callgrind_inject, counters
 from perfgate.baseline_session import GateCannotRun
 
 DEFAULT_REPEATS = 3
@@ -103,7 +103,7 @@ def instruction_counts(request: pytest.FixtureRequest) -> dict[str, dict]:
     layouts = config.getoption("--perf-callgrind-layouts")
     for module, cases in by_module.items():
         try:
-            callgrind.inject_fraction()  # a bad value fails here, before valgrind starts
+            callgrind_inject.inject_fraction()  # a bad value fails here, before valgrind starts
             results.update(callgrind.measure(module, cases, repeats, config.rootpath, log, layouts))
         except (callgrind.CallgrindError, ValueError) as error:
             pytest.fail(str(error), pytrace=False)
