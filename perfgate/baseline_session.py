@@ -8,18 +8,16 @@ the chosen run).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-from perfgate import _pytest_benchmark, store
+from perfgate import _pytest_benchmark, saving, store
 from perfgate.benchmark import Run
 
 GATE_NOT_RUN = 6  # exit status: the gate could not run, or gated nothing (README: exit codes)
-UNSAVED = Path("perfgate-results") / "unsaved"
+UNSAVED = saving.UNSAVED
 
 
 class GateCannotRun(Exception):
@@ -93,6 +91,8 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
     Raises GateCannotRun under --perf-gate when there is none or it is broken; without the gate a
     missing baseline is one warning line and the run goes on.
     """
+    if config.option.benchmark_save:
+        _check(store.check_save_name, config.option.benchmark_save)
     folder = storage_folder(config, key)
     config.option.benchmark_storage = f"file://{folder}"
     config.option.benchmark_save_data = True  # per-round samples: the gate needs them later
@@ -115,6 +115,14 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
         _require_samples(choice.members)
     _say(config, f"perfgate: comparing with {choice.label}")
     return choice
+
+
+def _check(check, *arguments) -> None:
+    """A usage error (exit 4, one line) for what ``check`` refuses with a StoreError."""
+    try:
+        check(*arguments)
+    except store.StoreError as error:
+        raise pytest.UsageError(str(error)) from error
 
 
 def _baseline_and_set(wanted: object, folder: Path) -> tuple[Run, list[Run]]:
@@ -156,14 +164,17 @@ class Saver:
         self.gate_failed = False
 
     def __call__(self, run_json: dict, name: str) -> None:
-        if reason := self._unclean():
-            path = self._put_aside(run_json, name)
-            _say(self.config, f"perfgate: NOT saved as a baseline: {reason}; the run is in {path}")
+        machine_id = _pytest_benchmark.machine_id(self.config)
+        outcome = saving.save_run(run_json, name, Path(self.config.rootpath), self._unclean(),
+                                  lambda kept: store.save_file(self.choice.key_folder, machine_id,
+                                                               name, kept))  # fmt: skip
+        _say(self.config, outcome.line)
+        if self.session is not None and (outcome.failed or outcome.interrupted):
+            failed = saving.SAVE_FAILED if outcome.failed else pytest.ExitCode.INTERRUPTED
+            self.session.exitstatus = failed
+        if outcome.saved is None:
             return
-        path = store.save(self.choice.key_folder, _pytest_benchmark.machine_id(self.config),
-                          name, run_json)  # fmt: skip
-        self.choice.saved_to = path
-        _say(self.config, f"perfgate: saved {path}")
+        path = self.choice.saved_to = outcome.saved
         compared = self.choice.baseline
         if compared is not None and compared.hardware_key != self.key:
             _say(self.config, f"perfgate: warning: saved under {self.key}, but compared with a "
@@ -181,14 +192,6 @@ class Saver:
         if self.gate_failed:
             return "the gate found confirmed regressions"
         return None
-
-    def _put_aside(self, run_json: dict, name: str) -> Path:
-        folder = Path(self.config.rootpath) / UNSAVED
-        folder.mkdir(parents=True, exist_ok=True)
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-        path = folder / f"{stamp}_{name}.json"
-        path.write_text(json.dumps(run_json, indent=4), encoding="utf-8")
-        return path
 
 
 def _say(config: pytest.Config, line: str) -> None:

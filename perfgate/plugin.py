@@ -149,6 +149,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         _pytest_benchmark.show_comparison_with(config, saver.choice.baseline.path)
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # before pytest-benchmark saves and shows results
+def pytest_sessionfinish(session: pytest.Session):
+    if SAVER in session.config.stash:
+        _pytest_benchmark.drop_unmeasured(session.config)
+    return (yield)
+
+
 def _stores_profiles(config: pytest.Config) -> bool:
     choice = config.getoption("--perf-store-profiles")
     saving = bool(config.getoption("benchmark_save", None))

@@ -18,9 +18,9 @@ import json
 import os
 import re
 import tempfile
-import time
 from pathlib import Path
 
+from perfgate import owners
 from perfgate.benchmark import Run, RunFormatError, run_from_json
 
 MAX_SET_RUNS = 5
@@ -161,54 +161,143 @@ def _names(path: Path, argument: str) -> bool:
     return argument.lower() in path.stem.lower()
 
 
-def save(key_folder: Path, machine_id: str, name: str, run_json: dict) -> Path:
-    """Write ``run_json`` as the next number under ``key_folder/machine_id``; returns its path.
+SAVE_NAME_BYTES = 120  # with "NNNN_", ".json" and a timestamp, well inside a 255-byte name
+SAVE_NAME = re.compile(r"^[^\x00-\x1f\x7f/\\:*?<>|]+$")
 
-    Numbers count across the whole hardware folder, so each number names one run of the key.
-    The JSON goes to a temporary file first. A number is claimed by creating a claim file
-    exclusively (two savers cannot both create it), checked free, and only then is the run
-    linked to ``NNNN_name.json``: readers never see a half-written run, and no two saves share a
-    number, whatever their names.
-    """
-    folder = key_folder / machine_id
-    folder.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".saving-", suffix=".json", dir=folder)
+
+def check_save_name(name: str) -> None:
+    """StoreError unless ``name`` can be a run's name: a file name that RUN_FILE reads back."""
+    if not SAVE_NAME.match(name) or name.strip() != name or name.startswith("."):
+        raise StoreError(
+            f"--benchmark-save {name!r}: a name may not start with '.', hold control characters "
+            "(newlines, tabs), /\\:*?<>| or surrounding spaces; use letters, digits, - and _"
+        )
+    if len(name.encode("utf-8")) > SAVE_NAME_BYTES:
+        raise StoreError(
+            f"--benchmark-save: the name is {len(name.encode())} bytes long; at most "
+            f"{SAVE_NAME_BYTES} fit in a file name, give a shorter one"
+        )
+
+
+def save(key_folder: Path, machine_id: str, name: str, run_json: dict) -> Path:
+    """Write ``run_json`` as the next number under ``key_folder/machine_id``; returns its path."""
+    folder = machine_folder(key_folder, machine_id)
+    temporary = _write_temporary(folder, json.dumps(run_json, ensure_ascii=True, indent=4))
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            json.dump(run_json, file, ensure_ascii=True, indent=4)
-        for _ in range(1000):
-            number = 1 + max((number_of(p) for p in run_files(key_folder)), default=0)
+        return save_file(key_folder, machine_id, name, temporary)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def save_file(key_folder: Path, machine_id: str, name: str, source: Path) -> Path:
+    """Link the run file ``source`` into the store as the next number under
+    ``key_folder/machine_id`` (copied first when it lives on another filesystem); returns its
+    path. OSError (a full or read-only disk) leaves ``source`` where it is.
+
+    Numbers count across the whole hardware folder, so each number names one run of the key. A
+    number is claimed by creating a claim file exclusively (two savers cannot both create it;
+    a claim whose process is gone is removed), checked free, and only then is the run linked to
+    ``NNNN_name.json``: readers never see a half-written run, and no two saves share a number.
+    """
+    check_save_name(name)
+    folder = machine_folder(key_folder, machine_id)
+    _clean_orphans(key_folder, folder)
+    copy = None
+    try:
+        for _ in range(100):
+            number = _next_free_number(key_folder)
             target = folder / f"{number:04d}_{name}.json"
-            if _link_if_free(temporary, target, key_folder, number):
+            claimed = _claim(key_folder, number)
+            if claimed is None:
+                continue
+            try:
+                if any(number_of(p) == number for p in run_files(key_folder)):
+                    continue  # taken by a save that finished between our look and our claim
+                copy = copy or _linkable(source, folder)
+                os.link(copy, target)
                 return target
+            finally:
+                claimed.unlink(missing_ok=True)
         raise StoreError(f"could not find a free run number in {key_folder}")
     finally:
-        os.unlink(temporary)
+        if copy is not None and copy != source:
+            copy.unlink(missing_ok=True)
 
 
-STALE_CLAIM_SECONDS = 60  # a claim is held for milliseconds; older ones are left by a crash
+def machine_folder(key_folder: Path, machine_id: str) -> Path:
+    """``key_folder/machine_id``, created when missing; a symlink to a folder is followed, one
+    to nothing (or to a file) is a StoreError that says so."""
+    folder = key_folder / machine_id
+    if folder.is_symlink() and not folder.is_dir():
+        raise StoreError(
+            f"{folder} is a symlink to {os.readlink(folder)}, which is not a folder; point it "
+            "at a folder or remove it"
+        )
+    if folder.exists() and not folder.is_dir():
+        raise StoreError(f"{folder} is a file, not a folder of runs; move it away")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
-def _forget_stale(claim: Path) -> None:
+def _write_temporary(folder: Path, text: str) -> Path:
+    """A new ``.saving-<owner>-*.json`` in ``folder`` holding ``text``, with the user's umask."""
+    handle, name = tempfile.mkstemp(prefix=f".saving-{owners.file_tag()}-", suffix=".json",
+                                    dir=folder)  # fmt: skip
+    path = Path(name)
     try:
-        if time.time() - claim.stat().st_mtime > STALE_CLAIM_SECONDS:
-            claim.unlink()
-    except FileNotFoundError:
-        pass
+        os.fchmod(handle, 0o666 & ~_umask())  # mkstemp makes 0600; a run is for everyone
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return path
 
 
-def _link_if_free(temporary: str, target: Path, key_folder: Path, number: int) -> bool:
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _linkable(source: Path, folder: Path) -> Path:
+    """``source`` itself when it can be hard-linked into ``folder``, else a copy inside it."""
+    probe = folder / f".saving-{owners.file_tag()}-probe-{os.urandom(4).hex()}.json"
+    try:
+        os.link(source, probe)
+    except OSError:  # another filesystem, or no hard links there
+        return _write_temporary(folder, Path(source).read_text(encoding="utf-8"))
+    probe.unlink()
+    return Path(source)
+
+
+def _next_free_number(key_folder: Path) -> int:
+    claims = [int(p.name[7:]) for p in key_folder.glob(".claim-*") if p.name[7:].isdigit()]
+    return 1 + max([number_of(p) for p in run_files(key_folder)] + claims, default=0)
+
+
+def _claim(key_folder: Path, number: int) -> Path | None:
+    """The claim file of ``number``, created exclusively with its owner inside; None when
+    another live save holds it (one whose owner is gone is removed first)."""
     claim = key_folder / f".claim-{number:04d}"
+    owner = key_folder / f".saving-{owners.file_tag()}-claim-{os.urandom(4).hex()}"
+    owner.write_text(owners.token(), encoding="utf-8")
     try:
-        os.close(os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:  # another save is claiming this number right now
-        _forget_stale(claim)
-        time.sleep(0.01)
-        return False
-    try:
-        if any(number_of(p) == number for p in run_files(key_folder)):
-            return False  # taken by a save that finished between our look and our claim
-        os.link(temporary, target)
-        return True
+        os.link(owner, claim)  # exclusive, and never seen without its owner
+        return claim
+    except FileExistsError:
+        owners.remove_if_orphaned(claim)
+        return None
     finally:
-        os.unlink(claim)
+        owner.unlink(missing_ok=True)
+
+
+def _clean_orphans(key_folder: Path, folder: Path) -> None:
+    """Remove claims and temporary files whose process is gone (left by a kill or a crash)."""
+    for claim in key_folder.glob(".claim-*"):
+        owners.remove_if_orphaned(claim)
+    for place in {key_folder, folder}:
+        for temporary in place.glob(".saving-*"):
+            owners.remove_if_orphaned(temporary, owners.tagged_alive)
