@@ -6,6 +6,7 @@ import contextlib
 import importlib.util
 import itertools
 import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -18,6 +19,7 @@ from perfgate import (
     instructions_plugin,
     machine,
     nvml,
+    outputs,
     profiling,
 )
 from perfgate.baseline_session import GATE_NOT_RUN, GateCannotRun, Saver
@@ -107,6 +109,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # -p no:benchmark
     _warn_ignored_options(config)
     _check_histogram(config)
+    _check_outputs(config)
     if _stores_profiles(config):
         config.pluginmanager.register(profiling.ProfileStore(config), "perfgate-profile-store")
     try:
@@ -172,6 +175,24 @@ def _warn_ignored_options(config: pytest.Config) -> None:
                 "their rounds and round length from --perf-tier",
                 stacklevel=1,
             )
+
+
+def _check_outputs(config: pytest.Config) -> None:
+    """Every file the session writes at its end, checked now, before the first benchmark."""
+    files = {"--benchmark-json": config.option.benchmark_json}
+    if config.getoption("--perf-gate"):
+        report = Path(config.getoption("--perf-gate-report"))
+        files.update(
+            {"--perf-gate-report": report, "--perf-gate-report's twin": report.with_suffix(".json")}
+        )
+    try:
+        for option, path in files.items():
+            if path is not None:  # pytest-benchmark does not create --benchmark-json's folder
+                outputs.check_file(path, option, create_folder=option == "--benchmark-json")
+        if config.getoption("--perf-profile"):
+            outputs.check_folder(config.getoption("--perf-profile"), "--perf-profile")
+    except outputs.BadOutput as error:
+        raise pytest.UsageError(str(error)) from error
 
 
 def _check_histogram(config: pytest.Config) -> None:
