@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import _pytest_benchmark, saving, store
+from perfgate import _pytest_benchmark, run_schema, saving, store
 from perfgate.benchmark import Run
 
 GATE_NOT_RUN = 6  # exit status: the gate could not run, or gated nothing (README: exit codes)
@@ -63,7 +63,11 @@ def storage_folder(config: pytest.Config, key: str) -> Path:
     if explicit != _pytest_benchmark.DEFAULT_STORAGE:
         if not explicit.startswith("file://"):
             raise pytest.UsageError(f"--benchmark-storage {explicit}: perfgate reads file:// only")
-        return Path(explicit.removeprefix("file://")).expanduser().resolve()
+        folder = Path(explicit.removeprefix("file://")).expanduser().resolve()
+        if (folder / key).is_dir():
+            _refuse(config, f"--benchmark-storage {explicit} is a baseline root (it holds "
+                    f"{key}/); name the hardware folder: file://{folder / key}")  # fmt: skip
+        return folder
     root = config.getoption("--perf-baselines")
     if root is None:
         return Path(config.rootpath) / "baselines" / key
@@ -73,12 +77,15 @@ def storage_folder(config: pytest.Config, key: str) -> Path:
             f"--perf-baselines {root} does not exist; pass the folder that holds the hardware "
             "folders (e.g. baselines/), or add --benchmark-save=NAME to start a new store there"
         )
-        raise (
-            GateCannotRun(message)
-            if config.getoption("--perf-gate")
-            else pytest.UsageError(message)
-        )
+        _refuse(config, message)
     return root / key
+
+
+def _refuse(config: pytest.Config, message: str) -> None:
+    """Exit 6 under the gate (it cannot run), else a usage error (exit 4)."""
+    if config.getoption("--perf-gate"):
+        raise GateCannotRun(message)
+    raise pytest.UsageError(message)
 
 
 def _saving(config: pytest.Config) -> bool:
@@ -113,6 +120,14 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
         return choice
     if gate:
         _require_samples(choice.members)
+    _check_hardware(config, choice.members, key, gate)
+    try:
+        store.check_for_comparison_table(choice.baseline)  # pytest-benchmark's table shows it
+    except store.StoreError as error:
+        _refuse(config, str(error))
+    for run in store.saved_runs(folder):
+        if run_schema.from_the_future(run):
+            _say(config, f"perfgate: warning: {store.future_message(run)}")
     _say(config, f"perfgate: comparing with {choice.label}")
     return choice
 
@@ -127,12 +142,14 @@ def _check(check, *arguments) -> None:
 
 def _baseline_and_set(wanted: object, folder: Path) -> tuple[Run, list[Run]]:
     """The run that --benchmark-compare names (the newest when bare) and its baseline set."""
-    runs = store.saved_runs(folder)
+    runs = [run for run in store.saved_runs(folder) if not run_schema.from_the_future(run)]
     path = _wanted_path(wanted, folder, runs).resolve()
     for run in runs:
         if run.path.resolve() == path:
             return run, store.baseline_set(run, runs)
     baseline = store.load(path)  # a run file outside the hardware folder: a set of one
+    if run_schema.from_the_future(baseline):
+        raise store.StoreError(store.future_message(baseline))
     return baseline, [baseline]
 
 
@@ -142,6 +159,21 @@ def _wanted_path(wanted: object, folder: Path, runs: list[Run]) -> Path:
             raise store.NoSuchRun(f"{store.no_runs_message(folder)}; {store.SAVE_HINT}")
         return runs[-1].path
     return store.resolve(str(wanted), folder)
+
+
+def _check_hardware(config: pytest.Config, members: list[Run], key: str, gate: bool) -> None:
+    """A baseline recorded on other hardware: the gate refuses it, a comparison warns."""
+    for run in members:
+        recorded = run.perfgate.get("hardware_key")
+        if recorded and recorded != key:
+            line = (
+                f"baseline {run.path} was recorded on {recorded}, and this machine is {key}; "
+                f"pass a run of {key}, or compare across hardware with `perfgate compare A B`"
+            )
+            if gate:
+                raise GateCannotRun(line)
+            _say(config, f"perfgate: warning: {line}")
+            return
 
 
 def _require_samples(members: list[Run]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import tempfile
 import time
 from pathlib import Path
 
@@ -97,3 +98,62 @@ def remove_if_orphaned(path: Path, alive_check=claim_alive) -> None:
             path.unlink()
         except FileNotFoundError:
             pass
+
+
+def claim(key_folder: Path, number: int) -> Path | None:
+    """The claim file of ``number``, created exclusively with its owner inside; None when
+    another live save holds it (one whose owner is gone is removed first)."""
+    claim = key_folder / f".claim-{number:04d}"
+    owner = key_folder / f".saving-{file_tag()}-claim-{os.urandom(4).hex()}"
+    owner.write_text(token(), encoding="utf-8")
+    try:
+        os.link(owner, claim)  # exclusive, and never seen without its owner
+        return claim
+    except FileExistsError:
+        remove_if_orphaned(claim)
+        return None
+    finally:
+        owner.unlink(missing_ok=True)
+
+
+def clean_orphans(key_folder: Path, folder: Path) -> None:
+    """Remove claims and temporary files whose process is gone (left by a kill or a crash)."""
+    for claim in key_folder.glob(".claim-*"):
+        remove_if_orphaned(claim)
+    for place in {key_folder, folder}:
+        for temporary in place.glob(".saving-*"):
+            remove_if_orphaned(temporary, tagged_alive)
+
+
+def write_temporary(folder: Path, text: str) -> Path:
+    """A new ``.saving-<owner>-*.json`` in ``folder`` holding ``text``, with the user's umask."""
+    handle, name = tempfile.mkstemp(prefix=f".saving-{file_tag()}-", suffix=".json",
+                                    dir=folder)  # fmt: skip
+    path = Path(name)
+    try:
+        os.fchmod(handle, 0o666 & ~_umask())  # mkstemp makes 0600; a run is for everyone
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def linkable(source: Path, folder: Path) -> Path:
+    """``source`` itself when it can be hard-linked into ``folder``, else a copy inside it."""
+    probe = folder / f".saving-{file_tag()}-probe-{os.urandom(4).hex()}.json"
+    try:
+        os.link(source, probe)
+    except OSError:  # another filesystem, or no hard links there
+        return write_temporary(folder, Path(source).read_text(encoding="utf-8"))
+    probe.unlink()
+    return Path(source)

@@ -4,11 +4,14 @@
 inside each hardware folder, so its tools still read the files. This module is the only one that
 reads or writes run files:
 
-- the newest run is the newest by its recorded datetime, across every subfolder of the key;
+- every run is checked once, when loaded (``run_schema``), and named in one line when broken;
+- the newest run is the newest by its recorded datetime (aware: a naive one is UTC), across
+  every subfolder of the key, symlinked ones included; a run dated in the future is no baseline;
 - a baseline set is the newest run and the runs saved just before it under the same name, in the
   same environment (at most ``MAX_SET_RUNS``);
-- saving is atomic and exclusive: a run is written to a temporary file and linked to the next
-  free number, so two saves never share a number and nothing is ever overwritten.
+- saving is atomic and exclusive: a run is linked to the next free number from a file written
+  before, so two saves never share a number and nothing is ever overwritten; claims and
+  temporary files name their process (``owners``) and are removed once it is gone.
 """
 
 from __future__ import annotations
@@ -17,10 +20,9 @@ import functools
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 
-from perfgate import owners
+from perfgate import owners, run_schema
 from perfgate.benchmark import Run, RunFormatError, run_from_json
 
 MAX_SET_RUNS = 5
@@ -67,16 +69,27 @@ def _load(path: Path, stamp: tuple[int, int]) -> Run:  # stamp: re-read a file t
             f"truncated: {restore}"
         ) from error
     try:
-        return run_from_json(data, path)
+        run = run_from_json(data, path)
+        run_schema.check(run)
     except RunFormatError as error:
         raise StoreError(f"{error}; {restore}") from error
+    return run
 
 
 def run_files(folder: Path) -> list[Path]:
-    """Every NNNN_name.json under a hardware folder (any subfolder), in no particular order."""
+    """Every NNNN_name.json under a hardware folder (any subfolder, symlinked ones followed
+    once), in no particular order."""
     if not folder.is_dir():
         return []
-    return [p for p in folder.rglob("*.json") if RUN_FILE.match(p.name)]
+    found, seen = [], set()
+    for place, folders, files in os.walk(folder, followlinks=True):
+        real = os.path.realpath(place)
+        if real in seen:  # a symlink back to a folder already walked
+            folders.clear()
+            continue
+        seen.add(real)
+        found += [Path(place) / name for name in files if RUN_FILE.match(name)]
+    return found
 
 
 def number_of(path: Path) -> int:
@@ -86,7 +99,25 @@ def number_of(path: Path) -> int:
 def saved_runs(folder: Path) -> list[Run]:
     """The runs of a hardware folder, oldest first by recorded datetime (then number)."""
     runs = [load(p) for p in run_files(folder)]
-    return sorted(runs, key=lambda run: (run.datetime, number_of(run.path), str(run.path)))
+    return sorted(
+        runs, key=lambda run: (run_schema.recorded_at(run), number_of(run.path), str(run.path))
+    )
+
+
+def future_message(run: Run) -> str:
+    return (
+        f"run {run.path} is dated {run.datetime}, in the future: it is not used as a "
+        "baseline; fix its datetime (or the clock of the machine that saved it)"
+    )
+
+
+def check_for_comparison_table(run: Run) -> None:
+    """StoreError unless pytest-benchmark's comparison table can show ``run`` (its stats)."""
+    try:
+        entries = json.loads(run.path.read_text(encoding="utf-8"))["benchmarks"]
+        run_schema.check_table_stats(run, entries)
+    except RunFormatError as error:
+        raise StoreError(str(error)) from error
 
 
 def newest(folder: Path) -> Run | None:
@@ -102,7 +133,8 @@ def baseline_set(run: Run, runs: list[Run]) -> list[Run]:
     a set, from which the gate learns how much the machine's sessions differ; another name, or
     a run in another environment, ends the set.
     """
-    earlier = [r for r in runs if (r.datetime, number_of(r.path)) < (run.datetime, _num(run))]
+    at = (run_schema.recorded_at(run), _num(run))
+    earlier = [r for r in runs if (run_schema.recorded_at(r), number_of(r.path)) < at]
     members = [run]
     for candidate in reversed(earlier):
         if len(members) == MAX_SET_RUNS or candidate.name != run.name:
@@ -182,7 +214,7 @@ def check_save_name(name: str) -> None:
 def save(key_folder: Path, machine_id: str, name: str, run_json: dict) -> Path:
     """Write ``run_json`` as the next number under ``key_folder/machine_id``; returns its path."""
     folder = machine_folder(key_folder, machine_id)
-    temporary = _write_temporary(folder, json.dumps(run_json, ensure_ascii=True, indent=4))
+    temporary = owners.write_temporary(folder, json.dumps(run_json, ensure_ascii=True, indent=4))
     try:
         return save_file(key_folder, machine_id, name, temporary)
     finally:
@@ -201,19 +233,19 @@ def save_file(key_folder: Path, machine_id: str, name: str, source: Path) -> Pat
     """
     check_save_name(name)
     folder = machine_folder(key_folder, machine_id)
-    _clean_orphans(key_folder, folder)
+    owners.clean_orphans(key_folder, folder)
     copy = None
     try:
         for _ in range(100):
             number = _next_free_number(key_folder)
             target = folder / f"{number:04d}_{name}.json"
-            claimed = _claim(key_folder, number)
+            claimed = owners.claim(key_folder, number)
             if claimed is None:
                 continue
             try:
                 if any(number_of(p) == number for p in run_files(key_folder)):
                     continue  # taken by a save that finished between our look and our claim
-                copy = copy or _linkable(source, folder)
+                copy = copy or owners.linkable(source, folder)
                 os.link(copy, target)
                 return target
             finally:
@@ -239,65 +271,6 @@ def machine_folder(key_folder: Path, machine_id: str) -> Path:
     return folder
 
 
-def _write_temporary(folder: Path, text: str) -> Path:
-    """A new ``.saving-<owner>-*.json`` in ``folder`` holding ``text``, with the user's umask."""
-    handle, name = tempfile.mkstemp(prefix=f".saving-{owners.file_tag()}-", suffix=".json",
-                                    dir=folder)  # fmt: skip
-    path = Path(name)
-    try:
-        os.fchmod(handle, 0o666 & ~_umask())  # mkstemp makes 0600; a run is for everyone
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
-    return path
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _linkable(source: Path, folder: Path) -> Path:
-    """``source`` itself when it can be hard-linked into ``folder``, else a copy inside it."""
-    probe = folder / f".saving-{owners.file_tag()}-probe-{os.urandom(4).hex()}.json"
-    try:
-        os.link(source, probe)
-    except OSError:  # another filesystem, or no hard links there
-        return _write_temporary(folder, Path(source).read_text(encoding="utf-8"))
-    probe.unlink()
-    return Path(source)
-
-
 def _next_free_number(key_folder: Path) -> int:
     claims = [int(p.name[7:]) for p in key_folder.glob(".claim-*") if p.name[7:].isdigit()]
     return 1 + max([number_of(p) for p in run_files(key_folder)] + claims, default=0)
-
-
-def _claim(key_folder: Path, number: int) -> Path | None:
-    """The claim file of ``number``, created exclusively with its owner inside; None when
-    another live save holds it (one whose owner is gone is removed first)."""
-    claim = key_folder / f".claim-{number:04d}"
-    owner = key_folder / f".saving-{owners.file_tag()}-claim-{os.urandom(4).hex()}"
-    owner.write_text(owners.token(), encoding="utf-8")
-    try:
-        os.link(owner, claim)  # exclusive, and never seen without its owner
-        return claim
-    except FileExistsError:
-        owners.remove_if_orphaned(claim)
-        return None
-    finally:
-        owner.unlink(missing_ok=True)
-
-
-def _clean_orphans(key_folder: Path, folder: Path) -> None:
-    """Remove claims and temporary files whose process is gone (left by a kill or a crash)."""
-    for claim in key_folder.glob(".claim-*"):
-        owners.remove_if_orphaned(claim)
-    for place in {key_folder, folder}:
-        for temporary in place.glob(".saving-*"):
-            owners.remove_if_orphaned(temporary, owners.tagged_alive)
