@@ -72,7 +72,7 @@ def storage_folder(config: pytest.Config, key: str) -> Path:
     if root is None:
         return Path(config.rootpath) / "baselines" / key
     root = Path(root).expanduser().resolve()
-    if not root.is_dir() and not _saving(config):
+    if not root.is_dir() and not saving_requested(config):
         message = (
             f"--perf-baselines {root} does not exist; pass the folder that holds the hardware "
             "folders (e.g. baselines/), or add --benchmark-save=NAME to start a new store there"
@@ -88,7 +88,7 @@ def _refuse(config: pytest.Config, message: str) -> None:
     raise pytest.UsageError(message)
 
 
-def _saving(config: pytest.Config) -> bool:
+def saving_requested(config: pytest.Config) -> bool:
     return bool(config.option.benchmark_save or config.option.benchmark_autosave)
 
 
@@ -100,6 +100,11 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
     """
     if config.option.benchmark_save:
         _check(store.check_save_name, config.option.benchmark_save)
+    if saving_requested(config) and getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError(
+            "--benchmark-save with pytest-xdist (-n): pytest-benchmark does not time under "
+            "xdist, so nothing would be saved; run without -n (or with -n 0)"
+        )
     folder = storage_folder(config, key)
     config.option.benchmark_storage = f"file://{folder}"
     config.option.benchmark_save_data = True  # per-round samples: the gate needs them later

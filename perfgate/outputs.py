@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 
 class BadOutput(Exception):
     """An output path that cannot be written; the message is one line naming the option."""
@@ -57,3 +59,21 @@ def _writable_folder(folder: Path, option: str, path: Path, create: bool) -> Non
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise BadOutput(f"{option} {path}: cannot create {folder}: {error.strerror}") from error
+
+
+def check_session_outputs(config: pytest.Config) -> None:
+    """Every file the session writes at its end, checked now, before the first benchmark."""
+    files = {"--benchmark-json": config.option.benchmark_json}
+    if config.getoption("--perf-gate"):
+        report = Path(config.getoption("--perf-gate-report"))
+        files.update(
+            {"--perf-gate-report": report, "--perf-gate-report's twin": report.with_suffix(".json")}
+        )
+    try:
+        for option, path in files.items():
+            if path is not None:  # pytest-benchmark does not create --benchmark-json's folder
+                check_file(path, option, create_folder=option == "--benchmark-json")
+        if config.getoption("--perf-profile"):
+            check_folder(config.getoption("--perf-profile"), "--perf-profile")
+    except BadOutput as error:
+        raise pytest.UsageError(str(error)) from error

@@ -6,7 +6,6 @@ import contextlib
 import importlib.util
 import itertools
 import warnings
-from pathlib import Path
 
 import pytest
 import torch
@@ -40,7 +39,9 @@ HOST_MALLOC = pytest.StashKey[str]()
 LOCKED_CLOCKS = pytest.StashKey[tuple[str, bool]]()
 SAVER = pytest.StashKey[Saver]()
 # pytest-benchmark options that the perfgate timers set per case from --perf-tier
-IGNORED_OPTIONS = ("--benchmark-min-rounds", "--benchmark-max-time", "--benchmark-min-time")
+# (and --benchmark-timer, which the saved run records all the same)
+IGNORED_OPTIONS = ("--benchmark-min-rounds", "--benchmark-max-time", "--benchmark-min-time",
+                   "--benchmark-timer")  # fmt: skip
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -109,7 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # -p no:benchmark
     _warn_ignored_options(config)
     _check_histogram(config)
-    _check_outputs(config)
+    outputs.check_session_outputs(config)
     if _stores_profiles(config):
         config.pluginmanager.register(profiling.ProfileStore(config), "perfgate-profile-store")
     try:
@@ -170,29 +171,10 @@ def _warn_ignored_options(config: pytest.Config) -> None:
     given = [a.split("=")[0] for a in config.invocation_params.args if isinstance(a, str)]
     for option in IGNORED_OPTIONS:
         if option in given:
-            warnings.warn(
-                f"perfgate: {option} is ignored by cases timed with perfgate.timing, which set "
-                "their rounds and round length from --perf-tier",
-                stacklevel=1,
-            )
-
-
-def _check_outputs(config: pytest.Config) -> None:
-    """Every file the session writes at its end, checked now, before the first benchmark."""
-    files = {"--benchmark-json": config.option.benchmark_json}
-    if config.getoption("--perf-gate"):
-        report = Path(config.getoption("--perf-gate-report"))
-        files.update(
-            {"--perf-gate-report": report, "--perf-gate-report's twin": report.with_suffix(".json")}
-        )
-    try:
-        for option, path in files.items():
-            if path is not None:  # pytest-benchmark does not create --benchmark-json's folder
-                outputs.check_file(path, option, create_folder=option == "--benchmark-json")
-        if config.getoption("--perf-profile"):
-            outputs.check_folder(config.getoption("--perf-profile"), "--perf-profile")
-    except outputs.BadOutput as error:
-        raise pytest.UsageError(str(error)) from error
+            why = "read CUDA events or their own clock" if option == "--benchmark-timer" else (
+                "set their rounds and round length from --perf-tier")  # fmt: skip
+            warnings.warn(f"perfgate: {option} is ignored by cases timed with perfgate.timing, "
+                          f"which {why}", stacklevel=1)  # fmt: skip
 
 
 def _check_histogram(config: pytest.Config) -> None:
