@@ -153,3 +153,29 @@ def test_benchmark_timer_is_said_to_be_ignored_by_perfgate_timing(bench_project)
     result = run(bench_project)  # run() passes --benchmark-timer for the virtual clock
     output = result.stdout.str() + result.stderr.str()
     assert result.ret == 0 and "--benchmark-timer is ignored by cases timed with" in output
+
+
+# pytest in place: prints a line, then interrupts its parent (the perfgate command) and hangs
+INTERRUPTS_PARENT = """
+import os, signal, sys, time
+open(sys.argv[1], "w").write(str(os.getpid()))
+print("collected 1 item", flush=True)
+os.kill(os.getppid(), signal.SIGINT)
+time.sleep(60)
+"""
+
+
+def test_ctrl_c_in_profile_is_one_line_and_stops_pytest(tmp_path, monkeypatch):
+    from perfgate.cli import profile
+
+    pid_file = tmp_path / "pid"
+
+    def command(test_id, folder, extra=()):
+        return [sys.executable, "-c", INTERRUPTS_PARENT, str(pid_file)]
+
+    monkeypatch.setattr(profile, "pytest_command", command)
+    monkeypatch.chdir(ROOT)
+    status, _, err = perfgate("profile", "perf_tests/test_sdpa.py::test_x", "--out", str(tmp_path))
+    assert status == 130 and "interrupted" in err and "Traceback" not in err
+    with pytest.raises(ProcessLookupError):  # the hanging pytest was stopped, and reaped
+        os.kill(int(pid_file.read_text()), 0)
