@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -199,13 +200,13 @@ def test_a_live_claim_is_passed_over_not_waited_for(tmp_path):
 KILLED_SAVE = """
 import sys, time
 from pathlib import Path
-from perfgate import store
-real = store._linkable
+from perfgate import owners, store
+real = owners.linkable
 def stuck(source, folder):
     copy = real(source, folder)
     Path(sys.argv[2]).write_text("claimed")
     time.sleep(60)
-store._linkable = stuck
+owners.linkable = stuck
 store.save(Path(sys.argv[1]), "m", "killed", {"benchmarks": []})
 """
 
@@ -216,6 +217,7 @@ def test_kill_9_in_the_middle_of_a_save_blocks_nothing(tmp_path):
     child = subprocess.Popen([sys.executable, "-c", KILLED_SAVE, str(key), str(marker)], env=env)
     while not marker.exists():
         assert child.poll() is None, "the saving child died before claiming"
+        time.sleep(0.01)
     assert list(key.glob(".claim-*"))
     child.send_signal(signal.SIGKILL)
     child.wait()
