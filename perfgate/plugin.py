@@ -20,6 +20,7 @@ from perfgate import (
     nvml,
     outputs,
     profiling,
+    saving,
 )
 from perfgate.baseline_session import GATE_NOT_RUN, GateCannotRun, Saver
 from perfgate.declarations import MARKER_HELP, declarations, uses_benchmark
@@ -111,6 +112,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _warn_ignored_options(config)
     _check_histogram(config)
     outputs.check_session_outputs(config)
+    saving.interrupt_on_sigterm(config)
     if _stores_profiles(config):
         config.pluginmanager.register(profiling.ProfileStore(config), "perfgate-profile-store")
     try:

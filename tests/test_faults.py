@@ -135,6 +135,19 @@ def test_ctrl_c_in_a_first_round_keeps_the_cases_measured_before(bench_project):
     assert names == ["test_work"]
 
 
+def test_sigterm_keeps_the_cases_measured_before(bench_project):
+    bench_project.makepyfile(test_zz_terminated="""
+        import os, signal
+        def test_terminated(benchmark):
+            os.kill(os.getpid(), signal.SIGTERM)
+    """)  # fmt: skip
+    result = run(bench_project, "--benchmark-save=partial")
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()
+    assert "NOT saved as a baseline: the session was interrupted" in result.stdout.str()
+    (kept,) = unsaved(bench_project)
+    assert [b["name"] for b in json.loads(kept.read_text())["benchmarks"]] == ["test_work"]
+
+
 def test_ctrl_c_during_the_save_finishes_it_and_exits_2(bench_project):
     bench_project.makeconftest("""
         import os, signal
