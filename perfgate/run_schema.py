@@ -25,12 +25,17 @@ def recorded_at(run: Run) -> datetime:
     if not run.datetime:
         return OLDEST
     try:
-        moment = datetime.fromisoformat(run.datetime)
+        return aware(run.datetime)
     except ValueError as error:
         raise RunFormatError(
             f"{run.label if run.path is None else run.path}: datetime {run.datetime!r} is not an "
             "ISO 8601 date and time"
         ) from error
+
+
+def aware(text: str) -> datetime:
+    """An ISO 8601 date and time as an aware datetime (naive: UTC); ValueError when it is not."""
+    moment = datetime.fromisoformat(text)
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 

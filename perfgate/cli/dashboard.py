@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from perfgate import changepoints
+from perfgate import changepoints, run_schema
 from perfgate.cli.dashboard_page import benchmark_page, page, step_cell, table
 from perfgate.cli.history_runs import benchmark_names, runs_by_hardware
 from perfgate.cli.runs import default_baselines_root
@@ -156,7 +156,7 @@ def _write_site(out: Path, grouped: dict, extra: Sequence[Path], err) -> list:
     (out / "plotly.min.js").write_text(_plotly_js(), encoding="utf-8")
     given = {Path(p).resolve() for p in extra}
     new = [run for runs in grouped.values() for run in runs if run.path.resolve() in given]
-    since = min((run.datetime for run in new), default="")
+    since = min(new, key=run_schema.recorded_at).datetime if new else ""
     sections, open_steps, revealed = [], [], []
     for hardware, runs in grouped.items():
         if err is not None:
