@@ -237,3 +237,19 @@ def test_kill_9_in_the_middle_of_a_save_blocks_nothing(tmp_path):
     saved = store.save(key, "m", "after-kill", _run_json())
     assert saved.name == "0001_after-kill.json"
     assert sorted(p.name for p in key.rglob("*")) == ["0001_after-kill.json", "m"]
+
+
+def test_a_disk_full_when_the_gate_writes_its_summary_is_one_line(bench_project):
+    assert run(bench_project, "--benchmark-save=base").ret == 0
+    bench_project.makeconftest("""
+        import errno, os, pathlib
+        real_write_text = pathlib.Path.write_text
+        def write_text(self, *arguments, **keywords):
+            if self.name == "gate.md":
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self))
+            return real_write_text(self, *arguments, **keywords)
+        pathlib.Path.write_text = write_text
+    """)
+    result = run(bench_project, "--perf-gate")
+    assert_one_line(result, pytest.ExitCode.OK, "could not write")
+    assert "No space left on device" in result.stdout.str()
