@@ -89,8 +89,7 @@ def test_bisect_refuses_a_bad_threshold_or_alpha_before_measuring(capsys, option
     assert f"argument {option}" in capsys.readouterr().err
 
 
-def test_two_bisections_started_in_one_second_get_their_own_folders(tmp_path, monkeypatch):
-    monkeypatch.setattr(bisect.time, "strftime", lambda _: "20261124-010203")
+def test_two_bisections_started_in_one_second_get_their_own_folders(tmp_path):
     first = bisect._new_folder(tmp_path / "20261124-010203")
     second = bisect._new_folder(tmp_path / "20261124-010203")
     assert first != second and first.is_dir() and second.name == "20261124-010203-2"
