@@ -115,6 +115,14 @@ def show_comparison_with(config: pytest.Config, path: Path) -> None:
     session.compared_mapping = {shown: {b["fullname"]: b for b in data["benchmarks"]}}
 
 
+def drop_unmeasured(config: pytest.Config) -> None:
+    """Forget results with no round measured (a Ctrl-C in a case's first round): pytest-benchmark
+    cannot compute their statistics, and would fail on them instead of saving the others."""
+    session = _session(config)
+    if session is not None:
+        session.benchmarks[:] = [r for r in session.benchmarks if r.has_error or r.stats.data]
+
+
 def drop_compare_fail(config: pytest.Config) -> None:
     """No baseline: --benchmark-compare-fail has nothing to check (and must not error)."""
     config.option.benchmark_compare_fail = []

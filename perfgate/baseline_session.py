@@ -8,18 +8,16 @@ the chosen run).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
-from perfgate import _pytest_benchmark, store
+from perfgate import _pytest_benchmark, run_schema, saving, store
 from perfgate.benchmark import Run
 
 GATE_NOT_RUN = 6  # exit status: the gate could not run, or gated nothing (README: exit codes)
-UNSAVED = Path("perfgate-results") / "unsaved"
+UNSAVED = saving.UNSAVED
 
 
 class GateCannotRun(Exception):
@@ -65,25 +63,32 @@ def storage_folder(config: pytest.Config, key: str) -> Path:
     if explicit != _pytest_benchmark.DEFAULT_STORAGE:
         if not explicit.startswith("file://"):
             raise pytest.UsageError(f"--benchmark-storage {explicit}: perfgate reads file:// only")
-        return Path(explicit.removeprefix("file://")).expanduser().resolve()
+        folder = Path(explicit.removeprefix("file://")).expanduser().resolve()
+        if (folder / key).is_dir():
+            _refuse(config, f"--benchmark-storage {explicit} is a baseline root (it holds "
+                    f"{key}/); name the hardware folder: file://{folder / key}")  # fmt: skip
+        return folder
     root = config.getoption("--perf-baselines")
     if root is None:
         return Path(config.rootpath) / "baselines" / key
     root = Path(root).expanduser().resolve()
-    if not root.is_dir() and not _saving(config):
+    if not root.is_dir() and not saving_requested(config):
         message = (
             f"--perf-baselines {root} does not exist; pass the folder that holds the hardware "
             "folders (e.g. baselines/), or add --benchmark-save=NAME to start a new store there"
         )
-        raise (
-            GateCannotRun(message)
-            if config.getoption("--perf-gate")
-            else pytest.UsageError(message)
-        )
+        _refuse(config, message)
     return root / key
 
 
-def _saving(config: pytest.Config) -> bool:
+def _refuse(config: pytest.Config, message: str) -> None:
+    """Exit 6 under the gate (it cannot run), else a usage error (exit 4)."""
+    if config.getoption("--perf-gate"):
+        raise GateCannotRun(message)
+    raise pytest.UsageError(message)
+
+
+def saving_requested(config: pytest.Config) -> bool:
     return bool(config.option.benchmark_save or config.option.benchmark_autosave)
 
 
@@ -93,6 +98,13 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
     Raises GateCannotRun under --perf-gate when there is none or it is broken; without the gate a
     missing baseline is one warning line and the run goes on.
     """
+    if config.option.benchmark_save:
+        _check(store.check_save_name, config.option.benchmark_save)
+    if saving_requested(config) and getattr(config.option, "numprocesses", None):
+        raise pytest.UsageError(
+            "--benchmark-save with pytest-xdist (-n): pytest-benchmark does not time under "
+            "xdist, so nothing would be saved; run without -n (or with -n 0)"
+        )
     folder = storage_folder(config, key)
     config.option.benchmark_storage = f"file://{folder}"
     config.option.benchmark_save_data = True  # per-round samples: the gate needs them later
@@ -113,18 +125,36 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
         return choice
     if gate:
         _require_samples(choice.members)
+    _check_hardware(config, choice.members, key, gate)
+    try:
+        store.check_for_comparison_table(choice.baseline)  # pytest-benchmark's table shows it
+    except store.StoreError as error:
+        _refuse(config, str(error))
+    for run in store.saved_runs(folder):
+        if run_schema.from_the_future(run):
+            _say(config, f"perfgate: warning: {store.future_message(run)}")
     _say(config, f"perfgate: comparing with {choice.label}")
     return choice
 
 
+def _check(check, *arguments) -> None:
+    """A usage error (exit 4, one line) for what ``check`` refuses with a StoreError."""
+    try:
+        check(*arguments)
+    except store.StoreError as error:
+        raise pytest.UsageError(str(error)) from error
+
+
 def _baseline_and_set(wanted: object, folder: Path) -> tuple[Run, list[Run]]:
     """The run that --benchmark-compare names (the newest when bare) and its baseline set."""
-    runs = store.saved_runs(folder)
+    runs = [run for run in store.saved_runs(folder) if not run_schema.from_the_future(run)]
     path = _wanted_path(wanted, folder, runs).resolve()
     for run in runs:
         if run.path.resolve() == path:
             return run, store.baseline_set(run, runs)
     baseline = store.load(path)  # a run file outside the hardware folder: a set of one
+    if run_schema.from_the_future(baseline):
+        raise store.StoreError(store.future_message(baseline))
     return baseline, [baseline]
 
 
@@ -134,6 +164,21 @@ def _wanted_path(wanted: object, folder: Path, runs: list[Run]) -> Path:
             raise store.NoSuchRun(f"{store.no_runs_message(folder)}; {store.SAVE_HINT}")
         return runs[-1].path
     return store.resolve(str(wanted), folder)
+
+
+def _check_hardware(config: pytest.Config, members: list[Run], key: str, gate: bool) -> None:
+    """A baseline recorded on other hardware: the gate refuses it, a comparison warns."""
+    for run in members:
+        recorded = run.perfgate.get("hardware_key")
+        if recorded and recorded != key:
+            line = (
+                f"baseline {run.path} was recorded on {recorded}, and this machine is {key}; "
+                f"pass a run of {key}, or compare across hardware with `perfgate compare A B`"
+            )
+            if gate:
+                raise GateCannotRun(line)
+            _say(config, f"perfgate: warning: {line}")
+            return
 
 
 def _require_samples(members: list[Run]) -> None:
@@ -156,14 +201,17 @@ class Saver:
         self.gate_failed = False
 
     def __call__(self, run_json: dict, name: str) -> None:
-        if reason := self._unclean():
-            path = self._put_aside(run_json, name)
-            _say(self.config, f"perfgate: NOT saved as a baseline: {reason}; the run is in {path}")
+        machine_id = _pytest_benchmark.machine_id(self.config)
+        outcome = saving.save_run(run_json, name, Path(self.config.rootpath), self._unclean(),
+                                  lambda kept: store.save_file(self.choice.key_folder, machine_id,
+                                                               name, kept))  # fmt: skip
+        _say(self.config, outcome.line)
+        if self.session is not None and (outcome.failed or outcome.interrupted):
+            failed = saving.SAVE_FAILED if outcome.failed else pytest.ExitCode.INTERRUPTED
+            self.session.exitstatus = failed
+        if outcome.saved is None:
             return
-        path = store.save(self.choice.key_folder, _pytest_benchmark.machine_id(self.config),
-                          name, run_json)  # fmt: skip
-        self.choice.saved_to = path
-        _say(self.config, f"perfgate: saved {path}")
+        path = self.choice.saved_to = outcome.saved
         compared = self.choice.baseline
         if compared is not None and compared.hardware_key != self.key:
             _say(self.config, f"perfgate: warning: saved under {self.key}, but compared with a "
@@ -181,14 +229,6 @@ class Saver:
         if self.gate_failed:
             return "the gate found confirmed regressions"
         return None
-
-    def _put_aside(self, run_json: dict, name: str) -> Path:
-        folder = Path(self.config.rootpath) / UNSAVED
-        folder.mkdir(parents=True, exist_ok=True)
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-        path = folder / f"{stamp}_{name}.json"
-        path.write_text(json.dumps(run_json, indent=4), encoding="utf-8")
-        return path
 
 
 def _say(config: pytest.Config, line: str) -> None:

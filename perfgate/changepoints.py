@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perfgate import run_schema
 from perfgate.store import StoreError
 
 ALPHA = 0.01  # permutation p-value below which a proposed step is kept
@@ -172,8 +173,9 @@ def new_steps(runs: Sequence, since: str | None = None, **options) -> list[Step]
     run where the step happened. This lists slow creep that no single run's gate caught."""
     if not runs:
         return []
-    since = since or max(run.datetime for run in runs)
-    older = [run for run in runs if run.datetime < since]
+    moment = run_schema.recorded_at  # moments, not strings: UTC offsets differ
+    since_at = run_schema.aware(since) if since else max(moment(run) for run in runs)
+    older = [run for run in runs if moment(run) < since_at]
     fullnames: dict[str, None] = {}
     for run in runs:
         fullnames.update(dict.fromkeys(run.benchmarks))

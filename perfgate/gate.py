@@ -156,10 +156,15 @@ class GateSession:
         self.saver.gate_failed = failed(self.results)
 
     def write_reports(self, changes: list) -> None:
-        self.report_path.parent.mkdir(parents=True, exist_ok=True)
-        self.report_path.write_text(summary.markdown(self.results, changes, self.choice.label))
         twin = self.report_path.with_suffix(".json")
-        twin.write_text(json.dumps(summary.as_json(self.results), indent=2))
+        try:  # checked before the run; a disk that filled up since is one line, not a traceback
+            self.report_path.parent.mkdir(parents=True, exist_ok=True)
+            self.report_path.write_text(summary.markdown(self.results, changes, self.choice.label))
+            twin.write_text(json.dumps(summary.as_json(self.results), indent=2))
+        except OSError as error:
+            self.lines.append(f"perfgate gate: could not write {error.filename or twin}: "
+                              f"{error.strerror}; the summary above is all there is")  # fmt: skip
+            return
         self.lines.append(f"perfgate gate: summary written to {self.report_path} and {twin}")
 
     def rerun(self, session: pytest.Session, names: set[str]):

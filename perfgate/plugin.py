@@ -18,7 +18,9 @@ from perfgate import (
     instructions_plugin,
     machine,
     nvml,
+    outputs,
     profiling,
+    saving,
 )
 from perfgate.baseline_session import GATE_NOT_RUN, GateCannotRun, Saver
 from perfgate.declarations import MARKER_HELP, declarations, uses_benchmark
@@ -38,7 +40,9 @@ HOST_MALLOC = pytest.StashKey[str]()
 LOCKED_CLOCKS = pytest.StashKey[tuple[str, bool]]()
 SAVER = pytest.StashKey[Saver]()
 # pytest-benchmark options that the perfgate timers set per case from --perf-tier
-IGNORED_OPTIONS = ("--benchmark-min-rounds", "--benchmark-max-time", "--benchmark-min-time")
+# (and --benchmark-timer, which the saved run records all the same)
+IGNORED_OPTIONS = ("--benchmark-min-rounds", "--benchmark-max-time", "--benchmark-min-time",
+                   "--benchmark-timer")  # fmt: skip
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -107,6 +111,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # -p no:benchmark
     _warn_ignored_options(config)
     _check_histogram(config)
+    outputs.check_session_outputs(config)
+    saving.interrupt_on_sigterm(config)
     if _stores_profiles(config):
         config.pluginmanager.register(profiling.ProfileStore(config), "perfgate-profile-store")
     try:
@@ -149,6 +155,13 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         _pytest_benchmark.show_comparison_with(config, saver.choice.baseline.path)
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # before pytest-benchmark saves and shows results
+def pytest_sessionfinish(session: pytest.Session):
+    if SAVER in session.config.stash:
+        _pytest_benchmark.drop_unmeasured(session.config)
+    return (yield)
+
+
 def _stores_profiles(config: pytest.Config) -> bool:
     choice = config.getoption("--perf-store-profiles")
     saving = bool(config.getoption("benchmark_save", None))
@@ -160,11 +173,10 @@ def _warn_ignored_options(config: pytest.Config) -> None:
     given = [a.split("=")[0] for a in config.invocation_params.args if isinstance(a, str)]
     for option in IGNORED_OPTIONS:
         if option in given:
-            warnings.warn(
-                f"perfgate: {option} is ignored by cases timed with perfgate.timing, which set "
-                "their rounds and round length from --perf-tier",
-                stacklevel=1,
-            )
+            why = "read CUDA events or their own clock" if option == "--benchmark-timer" else (
+                "set their rounds and round length from --perf-tier")  # fmt: skip
+            warnings.warn(f"perfgate: {option} is ignored by cases timed with perfgate.timing, "
+                          f"which {why}", stacklevel=1)  # fmt: skip
 
 
 def _check_histogram(config: pytest.Config) -> None:

@@ -4,11 +4,14 @@
 inside each hardware folder, so its tools still read the files. This module is the only one that
 reads or writes run files:
 
-- the newest run is the newest by its recorded datetime, across every subfolder of the key;
+- every run is checked once, when loaded (``run_schema``), and named in one line when broken;
+- the newest run is the newest by its recorded datetime (aware: a naive one is UTC), across
+  every subfolder of the key, symlinked ones included; a run dated in the future is no baseline;
 - a baseline set is the newest run and the runs saved just before it under the same name, in the
   same environment (at most ``MAX_SET_RUNS``);
-- saving is atomic and exclusive: a run is written to a temporary file and linked to the next
-  free number, so two saves never share a number and nothing is ever overwritten.
+- saving is atomic and exclusive: a run is linked to the next free number from a file written
+  before, so two saves never share a number and nothing is ever overwritten; claims and
+  temporary files name their process (``owners``) and are removed once it is gone.
 """
 
 from __future__ import annotations
@@ -17,10 +20,9 @@ import functools
 import json
 import os
 import re
-import tempfile
-import time
 from pathlib import Path
 
+from perfgate import owners, run_schema
 from perfgate.benchmark import Run, RunFormatError, run_from_json
 
 MAX_SET_RUNS = 5
@@ -67,16 +69,27 @@ def _load(path: Path, stamp: tuple[int, int]) -> Run:  # stamp: re-read a file t
             f"truncated: {restore}"
         ) from error
     try:
-        return run_from_json(data, path)
+        run = run_from_json(data, path)
+        run_schema.check(run)
     except RunFormatError as error:
         raise StoreError(f"{error}; {restore}") from error
+    return run
 
 
 def run_files(folder: Path) -> list[Path]:
-    """Every NNNN_name.json under a hardware folder (any subfolder), in no particular order."""
+    """Every NNNN_name.json under a hardware folder (any subfolder, symlinked ones followed
+    once), in no particular order."""
     if not folder.is_dir():
         return []
-    return [p for p in folder.rglob("*.json") if RUN_FILE.match(p.name)]
+    found, seen = [], set()
+    for place, folders, files in os.walk(folder, followlinks=True):
+        real = os.path.realpath(place)
+        if real in seen:  # a symlink back to a folder already walked
+            folders.clear()
+            continue
+        seen.add(real)
+        found += [Path(place) / name for name in files if RUN_FILE.match(name)]
+    return found
 
 
 def number_of(path: Path) -> int:
@@ -86,7 +99,25 @@ def number_of(path: Path) -> int:
 def saved_runs(folder: Path) -> list[Run]:
     """The runs of a hardware folder, oldest first by recorded datetime (then number)."""
     runs = [load(p) for p in run_files(folder)]
-    return sorted(runs, key=lambda run: (run.datetime, number_of(run.path), str(run.path)))
+    return sorted(
+        runs, key=lambda run: (run_schema.recorded_at(run), number_of(run.path), str(run.path))
+    )
+
+
+def future_message(run: Run) -> str:
+    return (
+        f"run {run.path} is dated {run.datetime}, in the future: it is not used as a "
+        "baseline; fix its datetime (or the clock of the machine that saved it)"
+    )
+
+
+def check_for_comparison_table(run: Run) -> None:
+    """StoreError unless pytest-benchmark's comparison table can show ``run`` (its stats)."""
+    try:
+        entries = json.loads(run.path.read_text(encoding="utf-8"))["benchmarks"]
+        run_schema.check_table_stats(run, entries)
+    except RunFormatError as error:
+        raise StoreError(str(error)) from error
 
 
 def newest(folder: Path) -> Run | None:
@@ -102,7 +133,8 @@ def baseline_set(run: Run, runs: list[Run]) -> list[Run]:
     a set, from which the gate learns how much the machine's sessions differ; another name, or
     a run in another environment, ends the set.
     """
-    earlier = [r for r in runs if (r.datetime, number_of(r.path)) < (run.datetime, _num(run))]
+    at = (run_schema.recorded_at(run), _num(run))
+    earlier = [r for r in runs if (run_schema.recorded_at(r), number_of(r.path)) < at]
     members = [run]
     for candidate in reversed(earlier):
         if len(members) == MAX_SET_RUNS or candidate.name != run.name:
@@ -161,54 +193,84 @@ def _names(path: Path, argument: str) -> bool:
     return argument.lower() in path.stem.lower()
 
 
-def save(key_folder: Path, machine_id: str, name: str, run_json: dict) -> Path:
-    """Write ``run_json`` as the next number under ``key_folder/machine_id``; returns its path.
+SAVE_NAME_BYTES = 120  # with "NNNN_", ".json" and a timestamp, well inside a 255-byte name
+SAVE_NAME = re.compile(r"^[^\x00-\x1f\x7f/\\:*?<>|]+$")
 
-    Numbers count across the whole hardware folder, so each number names one run of the key.
-    The JSON goes to a temporary file first. A number is claimed by creating a claim file
-    exclusively (two savers cannot both create it), checked free, and only then is the run
-    linked to ``NNNN_name.json``: readers never see a half-written run, and no two saves share a
-    number, whatever their names.
-    """
-    folder = key_folder / machine_id
-    folder.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".saving-", suffix=".json", dir=folder)
+
+def check_save_name(name: str) -> None:
+    """StoreError unless ``name`` can be a run's name: a file name that RUN_FILE reads back."""
+    if not SAVE_NAME.match(name) or name.strip() != name or name.startswith("."):
+        raise StoreError(
+            f"--benchmark-save {name!r}: a name may not start with '.', hold control characters "
+            "(newlines, tabs), /\\:*?<>| or surrounding spaces; use letters, digits, - and _"
+        )
+    if len(name.encode("utf-8")) > SAVE_NAME_BYTES:
+        raise StoreError(
+            f"--benchmark-save: the name is {len(name.encode())} bytes long; at most "
+            f"{SAVE_NAME_BYTES} fit in a file name, give a shorter one"
+        )
+
+
+def save(key_folder: Path, machine_id: str, name: str, run_json: dict) -> Path:
+    """Write ``run_json`` as the next number under ``key_folder/machine_id``; returns its path."""
+    folder = machine_folder(key_folder, machine_id)
+    temporary = owners.write_temporary(folder, json.dumps(run_json, ensure_ascii=True, indent=4))
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            json.dump(run_json, file, ensure_ascii=True, indent=4)
-        for _ in range(1000):
-            number = 1 + max((number_of(p) for p in run_files(key_folder)), default=0)
+        return save_file(key_folder, machine_id, name, temporary)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def save_file(key_folder: Path, machine_id: str, name: str, source: Path) -> Path:
+    """Link the run file ``source`` into the store as the next number under
+    ``key_folder/machine_id`` (copied first when it lives on another filesystem); returns its
+    path. OSError (a full or read-only disk) leaves ``source`` where it is.
+
+    Numbers count across the whole hardware folder, so each number names one run of the key. A
+    number is claimed by creating a claim file exclusively (two savers cannot both create it;
+    a claim whose process is gone is removed), checked free, and only then is the run linked to
+    ``NNNN_name.json``: readers never see a half-written run, and no two saves share a number.
+    """
+    check_save_name(name)
+    folder = machine_folder(key_folder, machine_id)
+    owners.clean_orphans(key_folder, folder)
+    copy = None
+    try:
+        for _ in range(100):
+            number = _next_free_number(key_folder)
             target = folder / f"{number:04d}_{name}.json"
-            if _link_if_free(temporary, target, key_folder, number):
+            claimed = owners.claim(key_folder, number)
+            if claimed is None:
+                continue
+            try:
+                if any(number_of(p) == number for p in run_files(key_folder)):
+                    continue  # taken by a save that finished between our look and our claim
+                copy = copy or owners.linkable(source, folder)
+                os.link(copy, target)
                 return target
+            finally:
+                claimed.unlink(missing_ok=True)
         raise StoreError(f"could not find a free run number in {key_folder}")
     finally:
-        os.unlink(temporary)
+        if copy is not None and copy != source:
+            copy.unlink(missing_ok=True)
 
 
-STALE_CLAIM_SECONDS = 60  # a claim is held for milliseconds; older ones are left by a crash
+def machine_folder(key_folder: Path, machine_id: str) -> Path:
+    """``key_folder/machine_id``, created when missing; a symlink to a folder is followed, one
+    to nothing (or to a file) is a StoreError that says so."""
+    folder = key_folder / machine_id
+    if folder.is_symlink() and not folder.is_dir():
+        raise StoreError(
+            f"{folder} is a symlink to {os.readlink(folder)}, which is not a folder; point it "
+            "at a folder or remove it"
+        )
+    if folder.exists() and not folder.is_dir():
+        raise StoreError(f"{folder} is a file, not a folder of runs; move it away")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
-def _forget_stale(claim: Path) -> None:
-    try:
-        if time.time() - claim.stat().st_mtime > STALE_CLAIM_SECONDS:
-            claim.unlink()
-    except FileNotFoundError:
-        pass
-
-
-def _link_if_free(temporary: str, target: Path, key_folder: Path, number: int) -> bool:
-    claim = key_folder / f".claim-{number:04d}"
-    try:
-        os.close(os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:  # another save is claiming this number right now
-        _forget_stale(claim)
-        time.sleep(0.01)
-        return False
-    try:
-        if any(number_of(p) == number for p in run_files(key_folder)):
-            return False  # taken by a save that finished between our look and our claim
-        os.link(temporary, target)
-        return True
-    finally:
-        os.unlink(claim)
+def _next_free_number(key_folder: Path) -> int:
+    claims = [int(p.name[7:]) for p in key_folder.glob(".claim-*") if p.name[7:].isdigit()]
+    return 1 + max([number_of(p) for p in run_files(key_folder)] + claims, default=0)

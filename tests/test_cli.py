@@ -87,7 +87,10 @@ def test_history_table_marks_the_environment_change_and_writes_a_plot(tmp_path):
     assert re.search(r"\+(99|100|101)\.\d %", rows[2])
     assert "*" not in rows[1]
     plots = list(tmp_path.glob("history_*.png"))
-    assert [p.name for p in plots] == [f"history_{SLOWER.replace('[', '-').rstrip(']')}.png"]
+    (stem,) = [p.stem for p in plots]  # the test's id, readable, and a hash of its full id
+    assert re.fullmatch(
+        rf"history_{re.escape(SLOWER.replace('[', '-').rstrip(']'))}-[0-9a-f]{{8}}", stem
+    )
     assert_png(plots[0])
 
 
@@ -103,8 +106,11 @@ def test_history_of_several_benchmarks_bounds_the_plots(tmp_path):
 
 
 def test_history_without_a_match_says_so(tmp_path):
-    status, out, _ = perfgate("history", "no_such_bench", "--out", str(tmp_path), *WHERE)
-    assert status == 0 and "no benchmark matches 'no_such_bench' in 3 runs" in out
+    for plots in ([], ["--no-plots"]):
+        status, _, err = perfgate(
+            "history", "no_such_bench", "--out", str(tmp_path), *WHERE, *plots
+        )
+        assert status == 2 and "no benchmark matches 'no_such_bench' in 3 runs" in err
     assert not list(tmp_path.glob("*.png"))
 
 
@@ -214,6 +220,7 @@ def profiled(monkeypatch):
         return [sys.executable, "-c", PROFILED, str(folder), str(state.status)]
 
     monkeypatch.setattr(profile, "pytest_command", command)
+    monkeypatch.chdir(ROOT)  # the test ids name files of perf_tests/
     return state
 
 
@@ -231,7 +238,7 @@ def test_profile_command_line_passes_the_test_id_folder_and_extra_arguments(tmp_
 def test_profile_streams_the_run_then_prints_only_what_it_wrote(tmp_path, profiled):
     stale = tmp_path / "older_case.txt"
     stale.write_text("aten::stale_table_from_an_earlier_run\n")
-    status, out, _ = perfgate("profile", "perf_tests/x.py::test_y", "--out", str(tmp_path))
+    status, out, _ = perfgate("profile", "perf_tests/test_sdpa.py::test_y", "--out", str(tmp_path))
     assert status == 0
     assert out.index("collected 1 item") < out.index("1 passed") < out.index("aten::bmm")
     assert f"=== {tmp_path / 'case_naive.txt'}" in out

@@ -9,13 +9,18 @@ import shutil
 import sys
 
 import pytest
-from triage_data import KEY, STEPPED, write_history
+from triage_data import FLAT, KEY, STEPPED, write_history
 
 from perfgate.cli import main
+from perfgate.cli.dashboard import page_path
 
 pytest.importorskip(
     "plotly", reason="the dashboard needs plotly: pip install 'perfgate[dashboard]'"
 )
+
+
+STEPPED_PAGE = page_path(KEY, f"perf_tests/test_synthetic.py::{STEPPED}")
+FLAT_PAGE = page_path(KEY, f"perf_tests/test_synthetic.py::{FLAT}")
 
 
 def perfgate(*args: str) -> tuple[int, str, str]:
@@ -36,17 +41,14 @@ def test_dashboard_has_an_index_linking_one_page_per_benchmark(history, tmp_path
     assert status == 0, err
     index = (site / "index.html").read_text()
     links = re.findall(r"href='([^']+\.html)'", index)
-    assert sorted(set(links)) == [
-        f"{KEY}/test_kernel-cpu-flat.html",
-        f"{KEY}/test_kernel-cpu-stepped.html",
-    ]
+    assert sorted(set(links)) == sorted([FLAT_PAGE, STEPPED_PAGE])
     assert "<h2>Synthetic-CPU-2cores</h2>" in index and "<h3>synthetic</h3>" in index
     assert "Open slowdowns" in index and "0013_nightly.json" in index
-    page = (site / KEY / "test_kernel-cpu-stepped.html").read_text()
+    page = (site / STEPPED_PAGE).read_text()
     assert "src='../plotly.min.js'" in page
     assert "step +" in page and "env: torch 2.13.0 -&gt; 2.14.0" in page
     assert "fraction_of_copy" in page  # the ratio panel beside the times
-    assert "no significant step" in (site / KEY / "test_kernel-cpu-flat.html").read_text()
+    assert "no significant step" in (site / FLAT_PAGE).read_text()
     assert len(list(site.rglob("plotly*.js"))) == 1
 
 
@@ -65,9 +67,9 @@ def test_a_run_file_given_joins_its_hardware_and_its_new_step_is_printed(tmp_pat
     assert status == 0, err
     assert out.startswith("New steps in the benchmark history")
     assert summary.read_text() == "# nightly\n" + out  # appended, nothing lost
-    assert f"(https://x/{KEY}/test_kernel-cpu-stepped.html)" in out
+    assert f"(https://x/{STEPPED_PAGE})" in out
     assert "at 0012_nightly.json" in out
-    assert "nightly.json" in (site / KEY / "test_kernel-cpu-stepped.html").read_text()
+    assert "nightly.json" in (site / STEPPED_PAGE).read_text()
 
 
 def test_a_confirmed_regression_of_the_gate_is_linked_with_its_trend(history, tmp_path):
@@ -83,7 +85,7 @@ def test_a_confirmed_regression_of_the_gate_is_linked_with_its_trend(history, tm
     assert status == 0, err
     first, blank, line = out.splitlines()[:3]
     assert first.startswith("Confirmed regressions") and blank == ""
-    assert line.startswith(f"- [{name}](https://pages/{KEY}/test_kernel-cpu-stepped.html)")
+    assert line.startswith(f"- [{name}](https://pages/{STEPPED_PAGE})")
     assert "+4.2 %" in line and "over 20 runs" in line
     trend = re.search(r"`([▁▂▃▄▅▆▇█]+)`", line).group(1)
     assert len(trend) == 20  # runs 5..24 of a history that stepped up at run 13
@@ -178,7 +180,7 @@ def test_a_saved_run_given_again_is_not_counted_twice(history, tmp_path):
     status, _, _ = perfgate("dashboard", "--out", str(site), "--baselines", str(history),
                             str(saved), str(saved))  # fmt: skip
     assert status == 0
-    assert ", 24 runs</p>" in (site / KEY / "test_kernel-cpu-stepped.html").read_text()
+    assert ", 24 runs</p>" in (site / STEPPED_PAGE).read_text()
 
 
 def test_runs_given_join_the_history_in_the_order_they_were_recorded(tmp_path):

@@ -13,16 +13,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from perfgate import __version__
-from perfgate.cli import ab
+from perfgate.cli import ab, guard
 from perfgate.cli.bisect import add_bisect_parser, run_bisect
 from perfgate.cli.dashboard import add_dashboard_parser, run_dashboard
 from perfgate.cli.profile import DEFAULT_FOLDER as PROFILE_FOLDER
 from perfgate.cli.runs import Hardware
+from perfgate.outputs import BadOutput
 from perfgate.report.plots import PlotsUnavailable
 from perfgate.store import StoreError
 from perfgate.verdict.rules import DEFAULT_ALPHA, parse_thresholds
 
 RESULTS = Path("perfgate-results")
+INTERRUPTED = 130  # exit status after Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
 EXAMPLES = {
     "compare": """\
   perfgate compare                          # the newest two runs of this hardware
@@ -182,19 +184,18 @@ def _compare(args, hardware: Hardware, out, err) -> int:
 
 
 def _history(args, hardware: Hardware, out, err) -> int:
-    from perfgate.cli.history import history_text
+    from perfgate.cli.history import history_text, matching_benchmarks
 
     print(f"reading runs from {hardware.folder}...", file=err, flush=True)
     runs = hardware.runs()
-    plots = None if args.no_plots else _folder(args.out)
+    if not matching_benchmarks(runs, args.pattern):
+        raise StoreError(
+            f"no benchmark matches '{args.pattern}' in {len(runs)} runs of {hardware.folder}; "
+            "pass a glob or part of a benchmark's name"
+        )
+    plots = None if args.no_plots else args.out
     out.write(history_text(runs, args.pattern, plots, args.max_plots, args.markdown, err))
     return 0
-
-
-def _folder(path: Path) -> Path:
-    if path.exists() and not path.is_dir():
-        raise StoreError(f"--out {path} is a file, not a folder; name a folder for the output")
-    return path
 
 
 def _report(args, hardware: Hardware, out, err, argv: Sequence[str]) -> int:
@@ -202,7 +203,6 @@ def _report(args, hardware: Hardware, out, err, argv: Sequence[str]) -> int:
 
     print("reading runs...", file=err, flush=True)
     runs = [hardware.resolve(a) for a in args.runs] if args.runs else hardware.newest(1)
-    _folder(args.out)
     command = shlex.join(["perfgate", *argv])
     path, pngs = write_report(runs, args.out, not args.no_plots, err, command)
     print(f"wrote {path} and {len(pngs)} plots", file=out)
@@ -222,27 +222,35 @@ def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:
         parser.error(
             "arguments after -- go to pytest, for `perfgate profile`, `ab` and `bisect` only"
         )
-    hardware = Hardware(getattr(args, "baselines", None), getattr(args, "hardware", None))
     try:
-        if args.command == "compare":
-            return _compare(args, hardware, out, err)
-        if args.command == "history":
-            return _history(args, hardware, out, err)
-        if args.command == "report":
-            return _report(args, hardware, out, err, argv)
-        if args.command == "ab":
-            return ab.run_ab(ab.options_from(args, extra), out, err)
-        if args.command == "dashboard":
-            return run_dashboard(args, out, err)
-        if args.command == "bisect":
-            return run_bisect(args, extra, out, err)
-        from perfgate.cli.profile import run_profile
-
-        _folder(args.out)
-        return run_profile(args.test_id, args.out, extra, out, err)
-    except (StoreError, PlotsUnavailable) as error:
+        guard.check_outputs(args, err)
+        with guard.sigterm_as_interrupt():
+            return _run(args, extra, argv, out, err)
+    except (StoreError, PlotsUnavailable, BadOutput) as error:
         print(f"perfgate {args.command}: error: {error}", file=err)
         return 2
+    except KeyboardInterrupt:
+        print(f"perfgate {args.command}: interrupted; nothing was left half-written", file=err)
+        return INTERRUPTED
+
+
+def _run(args, extra: list[str], argv: Sequence[str], out, err) -> int:
+    hardware = Hardware(getattr(args, "baselines", None), getattr(args, "hardware", None))
+    if args.command == "compare":
+        return _compare(args, hardware, out, err)
+    if args.command == "history":
+        return _history(args, hardware, out, err)
+    if args.command == "report":
+        return _report(args, hardware, out, err, argv)
+    if args.command == "ab":
+        return ab.run_ab(ab.options_from(args, extra), out, err)
+    if args.command == "dashboard":
+        return run_dashboard(args, out, err)
+    if args.command == "bisect":
+        return run_bisect(args, extra, out, err)
+    from perfgate.cli.profile import run_profile
+
+    return run_profile(args.test_id, args.out, extra, out, err)
 
 
 if __name__ == "__main__":

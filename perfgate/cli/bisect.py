@@ -42,9 +42,24 @@ STEP_CODE = (
 
 def _percent(text: str) -> float:
     try:
-        return float(text.strip().rstrip("%")) / 100.0
+        value = float(text.strip().rstrip("%")) / 100.0
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from error
+    if not 0 < value < 10:  # a slowdown: above 0 %, and below 1000 %
+        raise argparse.ArgumentTypeError(f"{text!r}: a slowdown between 0% and 1000%, e.g. 5%")
+    return value
+
+
+def _alpha(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from error
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: a significance level between 0 and 1, e.g. 0.01"
+        )
+    return value
 
 
 def add_bisect_parser(commands, formatter) -> None:
@@ -75,7 +90,7 @@ def add_bisect_parser(commands, formatter) -> None:
         metavar="PERCENT",
         help="smallest slowdown called bad (default: 10%%)",
     )
-    parser.add_argument("--alpha", type=float, default=DEFAULT_ALPHA, help="significance level")
+    parser.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, help="significance level")
     parser.add_argument(
         "--out",
         type=Path,
@@ -99,9 +114,20 @@ def _prepare(args, repo: Path) -> tuple[str, str, Path]:
     ancestor = subprocess.run(["git", "merge-base", "--is-ancestor", good, bad], cwd=repo)
     if ancestor.returncode != 0:
         raise BisectError(f"GOOD {args.good} is not an ancestor of BAD {args.bad}; swap them?")
-    folder = args.out / time.strftime("%Y%m%d-%H%M%S")
-    folder.mkdir(parents=True, exist_ok=False)
-    return good, bad, folder.resolve()
+    return good, bad, _new_folder(args.out / time.strftime("%Y%m%d-%H%M%S"))
+
+
+def _new_folder(stem: Path) -> Path:
+    """``stem``, or ``stem-2``, ``-3``...: two bisections started in one second never share."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    for attempt in range(1, 1000):
+        folder = stem if attempt == 1 else stem.with_name(f"{stem.name}-{attempt}")
+        try:
+            folder.mkdir()
+            return folder.resolve()
+        except FileExistsError:
+            continue
+    raise BisectError(f"{stem.parent} has 1000 bisections started in one second")
 
 
 def _bisect(args, extra, repo: Path, scratch: Path, out, err) -> int:

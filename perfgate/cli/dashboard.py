@@ -16,14 +16,17 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import os
+import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from perfgate import changepoints
+from perfgate import changepoints, run_schema
 from perfgate.cli.dashboard_page import benchmark_page, page, step_cell, table
 from perfgate.cli.history_runs import benchmark_names, runs_by_hardware
 from perfgate.cli.runs import default_baselines_root
-from perfgate.report.common import slug
+from perfgate.report.common import file_stem, slug
 from perfgate.report.tables import MISSING, fmt_time
 from perfgate.store import StoreError as RunError
 
@@ -42,17 +45,32 @@ def experiment(fullname: str) -> str:
 
 def page_path(hardware: str, fullname: str) -> str:
     """The page of a benchmark, relative to the site's root."""
-    return f"{slug(hardware)}/{slug(fullname.split('::')[-1])}.html"
+    return f"{slug(hardware)}/{file_stem(fullname)}.html"
 
 
-def _prepare(out: Path) -> None:
+def _prepare(out: Path) -> Path:
+    """A new staging folder beside ``out``, where the site is built before it replaces ``out``
+    (an interrupted build leaves no half-built site)."""
     if out.exists() and any(out.iterdir()) and not (out / MARKER).exists():
         raise DashboardError(
             f"{out} holds files that are not a perfgate dashboard; pass --out with a new or "
             "empty folder (nothing there is overwritten)"
         )
-    out.mkdir(parents=True, exist_ok=True)
-    (out / MARKER).write_text("built by perfgate dashboard; safe to delete and rebuild\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
+    (staging / MARKER).write_text("built by perfgate dashboard; safe to delete and rebuild\n")
+    return staging
+
+
+def _replace(out: Path, staging: Path) -> None:
+    """Put the built site in place of ``out`` (two renames: never a site without index.html)."""
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        out.rename(old)
+        staging.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        staging.rename(out)
 
 
 def _plotly_js() -> str:
@@ -123,11 +141,22 @@ def build(root: Path, extra: Sequence[Path], out: Path, err=None) -> tuple[Path,
         raise DashboardError(
             f"no saved runs under {root} and no run files given; pass --baselines DIR or RUN.json"
         )
-    _prepare(out)
+    staging = _prepare(out)
+    try:
+        revealed = _write_site(staging, grouped, extra, err)
+        _replace(out, staging)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    index = out / "index.html"
+    return index, revealed, grouped
+
+
+def _write_site(out: Path, grouped: dict, extra: Sequence[Path], err) -> list:
+    """Every page, the index and plotly into ``out``; returns the steps ``extra`` revealed."""
     (out / "plotly.min.js").write_text(_plotly_js(), encoding="utf-8")
     given = {Path(p).resolve() for p in extra}
     new = [run for runs in grouped.values() for run in runs if run.path.resolve() in given]
-    since = min((run.datetime for run in new), default="")
+    since = min(new, key=run_schema.recorded_at).datetime if new else ""
     sections, open_steps, revealed = [], [], []
     for hardware, runs in grouped.items():
         if err is not None:
@@ -136,9 +165,8 @@ def build(root: Path, extra: Sequence[Path], out: Path, err=None) -> tuple[Path,
         sections += [(hardware, family, rows) for family, rows in families.items()]
         if since:
             revealed += [(hardware, s) for s in changepoints.new_steps(runs, since)]
-    index = out / "index.html"
-    index.write_text(_index(sections, open_steps), encoding="utf-8")
-    return index, revealed, grouped
+    (out / "index.html").write_text(_index(sections, open_steps), encoding="utf-8")
+    return revealed
 
 
 def summary_markdown(revealed: list, site: str) -> str:

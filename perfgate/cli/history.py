@@ -85,9 +85,9 @@ def _short(stem: str) -> str:
 
 def _history_plot(rows, name: str, folder: Path, err) -> Path:
     from perfgate.report import plots
-    from perfgate.report.common import slug
+    from perfgate.report.common import file_stem
 
-    path = folder / f"history_{slug(name)}.png"
+    path = folder / f"history_{file_stem(name)}.png"
     print(f"plotting {path}", file=err, flush=True)
     return plots.history_plot(
         path,
@@ -119,7 +119,7 @@ def history_text(
         title = f"## {fullname}" if markdown else fullname
         blocks += [title, "", _history_table(rows, markdown), "", steps_text(views, fullname), ""]
         if plot_folder is not None and number < max_plots:
-            path = _history_plot(rows, fullname.split("::")[-1], Path(plot_folder), err)
+            path = _history_plot(rows, fullname, Path(plot_folder), err)
             blocks += [f"plot: {path}", ""]
     if plot_folder is not None and len(names) > max_plots:
         blocks.append(

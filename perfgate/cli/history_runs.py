@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from perfgate import store
+from perfgate import run_schema, store
 from perfgate.benchmark import Run
 
 
@@ -39,8 +39,8 @@ def runs_by_hardware(root: Path, extra: Iterable[Path] = ()) -> dict[str, list]:
     return {key: sorted(runs, key=_when) for key, runs in grouped.items()}
 
 
-def _when(run) -> str:
-    return run.datetime
+def _when(run):
+    return run_schema.recorded_at(run)
 
 
 def run_label(run) -> str:

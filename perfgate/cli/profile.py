@@ -43,10 +43,19 @@ def _no_profile_hint(returncode: int, folder: Path) -> str:
         return "no test matched TEST_ID; list the ids with `pytest perf_tests --collect-only -q`"
     if returncode == PYTEST_USAGE_ERROR:
         return (
-            "pytest rejected the arguments; check that the perfgate plugin in use has the "
-            "--perf-profile option (perfgate/plugin.py)"
+            "pytest found no test TEST_ID names, or rejected the arguments after -- (see its "
+            "output above); list the ids with `pytest perf_tests --collect-only -q`"
         )
     return f"nothing was written to {folder}; see the pytest output above"
+
+
+def _id_problem(test_id: str) -> str | None:
+    """Why ``test_id`` cannot name a test (checked before pytest starts), or None."""
+    if "::" not in test_id and not Path(test_id).exists():
+        return "not a pytest id (FILE::TEST[PARAMETERS])"
+    if not Path(test_id.partition("::")[0]).exists():
+        return f"there is no file {test_id.partition('::')[0]}"
+    return None
 
 
 def run_profile(
@@ -57,6 +66,10 @@ def run_profile(
     out = out or sys.stdout
     err = err or sys.stderr
     folder = Path(folder)
+    if problem := _id_problem(test_id):
+        print(f"perfgate profile: error: TEST_ID {test_id!r}: {problem}; list the ids with "
+              "`pytest perf_tests --collect-only -q`", file=err)  # fmt: skip
+        return 2
     folder.mkdir(parents=True, exist_ok=True)
     before = _files(folder)
     command = pytest_command(test_id, folder, extra)
@@ -64,10 +77,15 @@ def run_profile(
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
     )
-    for line in process.stdout:
-        out.write(line)
-        out.flush()
-    returncode = process.wait()
+    try:
+        for line in process.stdout:
+            out.write(line)
+            out.flush()
+        returncode = process.wait()
+    except BaseException:  # Ctrl-C or SIGTERM: the child must not outlive the command
+        process.kill()
+        process.wait()
+        raise
     written = sorted(p for p, stamp in _files(folder).items() if before.get(p) != stamp)
     tables = [p for p in written if p.suffix == ".txt"]
     traces = [p for p in written if p.name.endswith(TRACE_SUFFIX)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sys
 from collections.abc import Callable, Hashable, Iterable, Sequence
@@ -97,6 +98,14 @@ def ordered(values: Iterable[object], first: Sequence[object] = ()) -> list[obje
 
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "plot"
+
+
+def file_stem(fullname: str) -> str:
+    """A file name for one benchmark's page or plot: its test and parameters, readable, and a
+    hash of its full id, so that ``a/test_io.py::test_read[small]`` and
+    ``b/test_net.py::test_read[small]`` never share a file."""
+    digest = hashlib.sha1(fullname.encode("utf-8")).hexdigest()[:8]
+    return f"{slug(fullname.split('::')[-1])}-{digest}"
 
 
 def shape_text(shape: Sequence[int] | None) -> str:

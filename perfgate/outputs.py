@@ -1,0 +1,79 @@
+"""Output paths, checked before any work: a report written at the end of a six-minute GPU run
+must not fail on a path that was wrong from the start.
+
+``check_file`` and ``check_folder`` raise ``BadOutput`` with one line naming the option, the
+path and what to do; a missing folder is fine where it can be created (the writers create it).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+
+class BadOutput(Exception):
+    """An output path that cannot be written; the message is one line naming the option."""
+
+
+def check_file(path: Path | str, option: str, create_folder: bool = False) -> Path:
+    """``path`` as a file to write: not a folder, in a folder that is (or can be made)
+    writable; ``create_folder`` creates that folder now (for writers that do not)."""
+    path = Path(path)
+    if str(path) == "":
+        raise BadOutput(f"{option} is empty; name a file")
+    if path.is_dir():
+        raise BadOutput(f"{option} {path} is a folder; name a file (e.g. {path / 'out.json'})")
+    _writable_folder(path.parent, option, path, create_folder)
+    if path.exists() and not os.access(path, os.W_OK):
+        raise BadOutput(f"{option} {path} cannot be written (read-only); name another file")
+    return path
+
+
+def check_folder(path: Path | str, option: str) -> Path:
+    """``path`` as a folder to write into: not a file, writable (or creatable)."""
+    path = Path(path)
+    if str(path) == "":
+        raise BadOutput(f"{option} is empty; name a folder")
+    if path.exists() and not path.is_dir():
+        raise BadOutput(f"{option} {path} is a file, not a folder; name a folder for the output")
+    _writable_folder(path, option, path, False)
+    return path
+
+
+def _writable_folder(folder: Path, option: str, path: Path, create: bool) -> None:
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise BadOutput(f"{option} {path}: {existing} is a file, not a folder; name another path")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise BadOutput(
+            f"{option} {path}: {existing} cannot be written (read-only, or not yours); name "
+            "another path"
+        )
+    if not create:
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise BadOutput(f"{option} {path}: cannot create {folder}: {error.strerror}") from error
+
+
+def check_session_outputs(config: pytest.Config) -> None:
+    """Every file the session writes at its end, checked now, before the first benchmark."""
+    files = {"--benchmark-json": config.option.benchmark_json}
+    if config.getoption("--perf-gate"):
+        report = Path(config.getoption("--perf-gate-report"))
+        files.update(
+            {"--perf-gate-report": report, "--perf-gate-report's twin": report.with_suffix(".json")}
+        )
+    try:
+        for option, path in files.items():
+            if path is not None:  # pytest-benchmark does not create --benchmark-json's folder
+                check_file(path, option, create_folder=option == "--benchmark-json")
+        if config.getoption("--perf-profile"):
+            check_folder(config.getoption("--perf-profile"), "--perf-profile")
+    except BadOutput as error:
+        raise pytest.UsageError(str(error)) from error

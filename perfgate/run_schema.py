@@ -1,0 +1,102 @@
+"""The fields perfgate reads from a run beyond pytest-benchmark's own, checked once when the
+store loads a run, so that a badly typed field is one line naming the file and the field before
+anything runs, never a traceback after the matrix ran.
+
+``benchmark.run_from_json`` checks the shape pytest-benchmark needs (names, stats, per-round
+data); this module checks perfgate's additions (``machine_info.perfgate``, each benchmark's
+``extra_info.perfgate`` declarations and gate inputs) and the run's datetime.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from perfgate.benchmark import Benchmark, Run, RunFormatError
+
+# pytest-benchmark's comparison table reads these stats of a compared run (its default columns)
+TABLE_STATS = ("min", "max", "mean", "stddev", "median", "iqr", "ops", "rounds", "iterations")
+FUTURE_SLACK = timedelta(minutes=10)  # clocks of two machines may disagree by this much
+OLDEST = datetime.min.replace(tzinfo=timezone.utc)
+
+
+def recorded_at(run: Run) -> datetime:
+    """The run's datetime, aware (a naive one is UTC, as pytest-benchmark writes it); the
+    oldest possible when the run has none."""
+    if not run.datetime:
+        return OLDEST
+    try:
+        return aware(run.datetime)
+    except ValueError as error:
+        raise RunFormatError(
+            f"{run.label if run.path is None else run.path}: datetime {run.datetime!r} is not an "
+            "ISO 8601 date and time"
+        ) from error
+
+
+def aware(text: str) -> datetime:
+    """An ISO 8601 date and time as an aware datetime (naive: UTC); ValueError when it is not."""
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def from_the_future(run: Run) -> bool:
+    """Recorded after now (beyond a clock skew of FUTURE_SLACK): never a baseline."""
+    return recorded_at(run) > datetime.now(timezone.utc) + FUTURE_SLACK
+
+
+def check(run: Run) -> None:
+    """RunFormatError naming the file and the field of the first badly typed field."""
+    where = str(run.path) if run.path else "this run"
+    recorded_at(run)
+    _object(run.machine_info.get("perfgate"), f"{where}: machine_info.perfgate")
+    for name in ("software", "gpu_health"):
+        _object(run.perfgate.get(name), f"{where}: machine_info.perfgate.{name}")
+    key = run.perfgate.get("hardware_key")
+    if key is not None and not isinstance(key, str):
+        raise RunFormatError(f"{where}: machine_info.perfgate.hardware_key must be a string")
+    for benchmark in run.benchmarks.values():
+        _check_benchmark(benchmark, f"{where}: {benchmark.fullname}: extra_info")
+
+
+def _check_benchmark(benchmark: Benchmark, where: str) -> None:
+    declared = benchmark.extra_info.get("perfgate")
+    _object(declared, f"{where}.perfgate")
+    declared = declared or {}
+    if declared.get("family") is not None and not isinstance(declared["family"], str):
+        raise RunFormatError(f"{where}.perfgate.family must be a string")
+    if declared.get("threshold") is not None and not _number(declared["threshold"], above=0):
+        raise RunFormatError(f"{where}.perfgate.threshold must be a positive number")
+    ratios = declared.get("ratios") or []
+    if not isinstance(ratios, list) or not all(_ratio(r) for r in ratios):
+        raise RunFormatError(f"{where}.perfgate.ratios must be a list of perfgate.Ratio objects")
+    reduced = benchmark.extra_info.get("reduced_clock_rounds")
+    if reduced is not None and not (_number(reduced, above=-1) and float(reduced).is_integer()):
+        raise RunFormatError(f"{where}.reduced_clock_rounds must be a count of rounds")
+
+
+def check_table_stats(run: Run, entries: list) -> None:
+    """RunFormatError unless every entry has the stats pytest-benchmark's table shows."""
+    for index, entry in enumerate(entries):
+        stats = entry.get("stats") or {}
+        missing = [name for name in TABLE_STATS if not _number(stats.get(name), above=None)]
+        if missing:
+            raise RunFormatError(
+                f"{run.path}: benchmarks[{index}] ({entry.get('fullname')}): stats.{missing[0]} "
+                "is missing or not a number (pytest-benchmark shows it); record the run again "
+                "with --benchmark-save"
+            )
+
+
+def _object(value: object, where: str) -> None:
+    if value is not None and not isinstance(value, dict):
+        raise RunFormatError(f"{where} must be an object, not {type(value).__name__}")
+
+
+def _ratio(value: object) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("name"), str)
+
+
+def _number(value: object, above: float | None) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return above is None or value > above

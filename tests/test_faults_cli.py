@@ -1,0 +1,180 @@
+"""The ``perfgate`` commands under faults: bad arguments before any work (exit 2), SIGTERM and
+Ctrl-C (exit 130, worktrees and half-built sites removed), pages unique per full test id; and
+the pytest options that would silently do nothing (``-n 2 --benchmark-save``)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from test_faults import assert_one_line, bench_project  # noqa: F401 (a fixture)
+from test_plugin import run
+
+from perfgate.cli import bisect, dashboard, main
+
+ROOT = Path(__file__).resolve().parents[1]
+# a benchmark that says it started, then runs until it is killed
+HANGS = """
+import os, time
+from pathlib import Path
+
+def test_hangs(benchmark):
+    Path(os.environ["PERFGATE_MARKER"]).write_text("started")
+    benchmark.pedantic(time.sleep, args=(60,), rounds=1, iterations=1)
+"""
+
+
+def perfgate(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = main(list(args), out=out, err=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def git(repo: Path, *arguments: str) -> str:
+    command = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *arguments]
+    return subprocess.run(command, check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def hanging_repo(tmp_path: Path) -> Path:
+    """A git repository of two commits whose one benchmark hangs once started."""
+    root = tmp_path / "repo"
+    (root / "perf_tests").mkdir(parents=True)
+    (root / "perf_tests" / "test_hangs.py").write_text(HANGS)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "0")
+    git(root, "commit", "-q", "--allow-empty", "-m", "1")
+    return root
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["ab", "HEAD", "--blocks", "2"], ["bisect", "HEAD~1", "HEAD", "-k", "hangs"]],
+    ids=["ab", "bisect"],
+)
+def test_sigterm_removes_the_worktrees(hanging_repo, tmp_path, command):
+    marker = tmp_path / "started"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PERFGATE_MARKER=str(marker))
+    env = {k: v for k, v in env.items() if not k.startswith("PYTEST_XDIST")}
+    child = subprocess.Popen([sys.executable, "-m", "perfgate", *command], cwd=hanging_repo,
+                             env=env, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert child.poll() is None and time.monotonic() < deadline, child.stderr.read()
+        time.sleep(0.05)
+    assert len(git(hanging_repo, "worktree", "list").splitlines()) > 1
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err, err
+    assert len(git(hanging_repo, "worktree", "list").splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--threshold", "-5%"), ("--threshold", "fast"), ("--alpha", "5"), ("--alpha", "0")],
+)
+def test_bisect_refuses_a_bad_threshold_or_alpha_before_measuring(capsys, option, value):
+    with pytest.raises(SystemExit) as exit_:
+        main(["bisect", "HEAD~1", "HEAD", "-k", "x", f"{option}={value}"])
+    assert exit_.value.code == 2
+    assert f"argument {option}" in capsys.readouterr().err
+
+
+def test_two_bisections_started_in_one_second_get_their_own_folders(tmp_path):
+    first = bisect._new_folder(tmp_path / "20261124-010203")
+    second = bisect._new_folder(tmp_path / "20261124-010203")
+    assert first != second and first.is_dir() and second.name == "20261124-010203-2"
+
+
+def _history(root: Path, fullnames: list[str]) -> None:
+    folder = root / "K" / "m"
+    folder.mkdir(parents=True)
+    for number in (1, 2):
+        benchmarks = [{"name": name.split("::")[-1], "fullname": name,
+                       "stats": {"median": 1e-3 * number, "data": [1e-3 * number] * 3}}
+                      for name in fullnames]  # fmt: skip
+        run_json = {"datetime": f"2026-11-2{number}T00:00:00+00:00", "benchmarks": benchmarks,
+                    "machine_info": {"perfgate": {"hardware_key": "K"}}}  # fmt: skip
+        (folder / f"{number:04d}_r.json").write_text(json.dumps(run_json))
+
+
+def test_pages_and_plots_are_unique_per_full_test_id(tmp_path):
+    pytest.importorskip("plotly")
+    names = ["a/test_io.py::test_read[small]", "b/test_net.py::test_read[small]"]
+    _history(tmp_path / "baselines", names)
+    site = tmp_path / "site"
+    status, _, err = perfgate("dashboard", "--out", str(site), "--baselines",
+                              str(tmp_path / "baselines"))  # fmt: skip
+    assert status == 0, err
+    pages = {dashboard.page_path("K", name) for name in names}
+    assert len(pages) == 2 and all((site / page).is_file() for page in pages)
+    index = (site / "index.html").read_text()
+    assert all(f"href='{page}'" in index for page in pages)
+    where = ["--baselines", str(tmp_path / "baselines"), "--hardware", "K"]
+    status, out, _ = perfgate("history", "test_read", "--out", str(tmp_path / "plots"), *where)
+    assert status == 0 and len(list((tmp_path / "plots").glob("*.png"))) == 2, out
+
+
+def test_ctrl_c_in_the_dashboard_leaves_the_old_site_whole(tmp_path, monkeypatch):
+    pytest.importorskip("plotly")
+    _history(tmp_path / "baselines", ["t.py::test_a"])
+    site = tmp_path / "site"
+    arguments = ["dashboard", "--out", str(site), "--baselines", str(tmp_path / "baselines")]
+    assert perfgate(*arguments)[0] == 0
+    before = sorted(p.relative_to(site) for p in site.rglob("*"))
+
+    def interrupted(*_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(dashboard, "_index", interrupted)  # after every page was written
+    status, _, err = perfgate(*arguments)
+    assert status == 130 and err.strip().endswith("interrupted; nothing was left half-written")
+    assert sorted(p.relative_to(site) for p in site.rglob("*")) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["baselines", "site"]  # no leftovers
+
+
+def test_save_under_xdist_is_refused_before_running(bench_project):  # noqa: F811
+    result = run(bench_project, "-n", "2", "--benchmark-save=x")
+    assert_one_line(result, pytest.ExitCode.USAGE_ERROR, "--benchmark-save with pytest-xdist")
+    assert not (bench_project.path / "ran").exists()
+
+
+def test_benchmark_timer_is_said_to_be_ignored_by_perfgate_timing(bench_project):  # noqa: F811
+    result = run(bench_project)  # run() passes --benchmark-timer for the virtual clock
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == 0 and "--benchmark-timer is ignored by cases timed with" in output
+
+
+# pytest in place: prints a line, then interrupts its parent (the perfgate command) and hangs
+INTERRUPTS_PARENT = """
+import os, signal, sys, time
+open(sys.argv[1], "w").write(str(os.getpid()))
+print("collected 1 item", flush=True)
+os.kill(os.getppid(), signal.SIGINT)
+time.sleep(60)
+"""
+
+
+def test_ctrl_c_in_profile_is_one_line_and_stops_pytest(tmp_path, monkeypatch):
+    from perfgate.cli import profile
+
+    pid_file = tmp_path / "pid"
+
+    def command(test_id, folder, extra=()):
+        return [sys.executable, "-c", INTERRUPTS_PARENT, str(pid_file)]
+
+    monkeypatch.setattr(profile, "pytest_command", command)
+    monkeypatch.chdir(ROOT)
+    status, _, err = perfgate("profile", "perf_tests/test_sdpa.py::test_x", "--out", str(tmp_path))
+    assert status == 130 and "interrupted" in err and "Traceback" not in err
+    with pytest.raises(ProcessLookupError):  # the hanging pytest was stopped, and reaped
+        os.kill(int(pid_file.read_text()), 0)

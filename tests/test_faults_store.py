@@ -1,0 +1,155 @@
+"""The store checks what it reads: badly typed fields, runs from the future, datetimes with UTC
+offsets, symlinked folders, another hardware's runs. Each is one line before anything runs."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+from test_faults import assert_one_line, bench_project  # noqa: F401 (a fixture)
+from test_plugin import run, saved_runs
+
+from perfgate import store
+from perfgate.baseline_session import GATE_NOT_RUN
+from perfgate.cli import main
+
+KEY = "AMD-EPYC-2cores"
+
+
+def run_json(stamp: str, **changes) -> dict:
+    stats = {"median": 1e-3, "data": [1e-3, 1.1e-3, 0.9e-3]}
+    benchmark = {"name": "test_a", "fullname": "t.py::test_a", "stats": stats, "extra_info": {}}
+    data = {"datetime": stamp, "machine_info": {"perfgate": {"hardware_key": KEY}},
+            "benchmarks": [benchmark]}  # fmt: skip
+    for field, value in changes.items():
+        if field in ("perfgate", "reduced_clock_rounds"):
+            benchmark["extra_info"][field] = value
+        else:
+            data["machine_info"][field] = value
+    return data
+
+
+def write(path: Path, data: dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"perfgate": "x"}, "extra_info.perfgate must be an object"),
+        ({"perfgate": {"threshold": "10%"}}, "extra_info.perfgate.threshold"),
+        ({"perfgate": {"ratios": ["speedup"]}}, "extra_info.perfgate.ratios"),
+        ({"reduced_clock_rounds": "3"}, "extra_info.reduced_clock_rounds"),
+    ],
+)
+def test_a_badly_typed_benchmark_field_is_one_error_naming_file_and_field(tmp_path, changes,
+                                                                          field):  # fmt: skip
+    path = write(tmp_path / "0001_x.json", run_json("2026-11-20T00:00:00", **changes))
+    with pytest.raises(store.StoreError, match=field) as error:
+        store.load(path)
+    assert str(path) in str(error.value) and "t.py::test_a" in str(error.value)
+
+
+def test_a_badly_typed_machine_info_or_datetime_is_one_error(tmp_path):
+    bad_perfgate = run_json("2026-11-20T00:00:00")
+    bad_perfgate["machine_info"]["perfgate"] = "x"
+    with pytest.raises(store.StoreError, match="machine_info.perfgate must be an object"):
+        store.load(write(tmp_path / "0001_x.json", bad_perfgate))
+    with pytest.raises(store.StoreError, match="datetime 'yesterday' is not an ISO 8601"):
+        store.load(write(tmp_path / "0002_x.json", run_json("yesterday")))
+
+
+def test_perfgate_compare_names_a_badly_typed_field(tmp_path):
+    good = write(tmp_path / "0001_a.json", run_json("2026-11-20T00:00:00"))
+    bad = write(tmp_path / "0002_b.json", run_json("2026-11-21T00:00:00", perfgate="x"))
+    err = io.StringIO()
+    assert main(["compare", str(good), str(bad)], out=io.StringIO(), err=err) == 2
+    (line,) = [x for x in err.getvalue().splitlines() if not x.startswith("reading runs")]
+    assert "0002_b.json: t.py::test_a: extra_info.perfgate must be an object" in line
+
+
+def test_datetimes_with_utc_offsets_are_compared_as_moments(tmp_path):
+    key = tmp_path / KEY
+    write(key / "m" / "0001_east.json", run_json("2026-11-20T10:00:00+05:00"))  # 05:00 UTC
+    later = write(key / "m" / "0002_utc.json", run_json("2026-11-20T06:00:00+00:00"))
+    write(key / "m" / "0003_naive.json", run_json("2026-11-20T04:00:00"))  # naive: UTC
+    assert [r.path.name for r in store.saved_runs(key)] == [
+        "0003_naive.json", "0001_east.json", "0002_utc.json"]  # fmt: skip
+    assert store.newest(key).path == later
+
+
+def test_a_symlinked_machine_folder_is_read_and_saved_into(tmp_path):
+    key, elsewhere = tmp_path / KEY, tmp_path / "elsewhere"
+    write(elsewhere / "0001_old.json", run_json("2026-11-20T00:00:00"))
+    key.mkdir()
+    (key / "m").symlink_to(elsewhere, target_is_directory=True)
+    (key / "loop").symlink_to(key, target_is_directory=True)  # a cycle is walked once
+    assert [p.name for p in store.run_files(key)] == ["0001_old.json"]
+    saved = store.save(key, "m", "new", run_json("2026-11-21T00:00:00"))
+    assert saved.name == "0002_new.json" and (elsewhere / "0002_new.json").is_file()
+
+
+def test_a_dangling_machine_folder_symlink_is_one_error(tmp_path):
+    key = tmp_path / KEY
+    key.mkdir()
+    (key / "m").symlink_to(tmp_path / "gone")
+    with pytest.raises(store.StoreError, match="is a symlink to .*gone, which is not a folder"):
+        store.save(key, "m", "new", run_json("2026-11-21T00:00:00"))
+
+
+# --- in a pytest session ----------------------------------------------------------------------
+
+
+def _baseline(project: pytest.Pytester) -> Path:
+    assert run(project, "--benchmark-save=base").ret == 0
+    (path,) = saved_runs(project)
+    return path
+
+
+def test_a_run_from_the_future_is_not_the_baseline(bench_project):  # noqa: F811
+    base = _baseline(bench_project)
+    future = json.loads(base.read_text())
+    future["datetime"] = "2099-01-01T00:00:00+00:00"
+    future_path = base.with_name("0002_future.json")
+    future_path.write_text(json.dumps(future))
+    result = run(bench_project, "--perf-gate")
+    output = result.stdout.str()
+    assert result.ret == 0, output
+    assert f"comparing with {base}" in output and "in the future" in output
+    explicit = run(bench_project, "--benchmark-compare=0002")
+    assert_one_line(explicit, pytest.ExitCode.USAGE_ERROR, "dated 2099-01-01T00:00:00+00:00, in")
+
+
+def test_a_baseline_without_the_stats_pytest_benchmark_shows_is_refused_first(bench_project):  # noqa: F811
+    base = _baseline(bench_project)
+    data = json.loads(base.read_text())
+    data["benchmarks"][0]["stats"] = {"data": data["benchmarks"][0]["stats"]["data"]}
+    base.write_text(json.dumps(data))
+    os.remove(bench_project.path / "ran")
+    result = run(bench_project, "--benchmark-compare")
+    assert_one_line(result, pytest.ExitCode.USAGE_ERROR, "stats.min is missing")
+    assert not (bench_project.path / "ran").exists()
+
+
+def test_the_gate_refuses_another_hardware_s_run(bench_project, tmp_path):  # noqa: F811
+    base = _baseline(bench_project)
+    other = json.loads(base.read_text())
+    other["machine_info"]["perfgate"]["hardware_key"] = "Other-CPU-8cores"
+    path = write(tmp_path / "Other-CPU-8cores" / "m" / "0001_other.json", other)
+    result = run(bench_project, "--perf-gate", f"--benchmark-compare={path}")
+    assert_one_line(result, GATE_NOT_RUN, "was recorded on Other-CPU-8cores")
+    warned = run(bench_project, f"--benchmark-compare={path}")
+    assert warned.ret == 0 and "warning: baseline" in warned.stdout.str()
+
+
+def test_benchmark_storage_naming_the_baseline_root_is_refused(bench_project):  # noqa: F811
+    base = _baseline(bench_project)
+    root = base.parents[2]
+    for gate, status in (([], pytest.ExitCode.USAGE_ERROR), (["--perf-gate"], GATE_NOT_RUN)):
+        result = run(bench_project, f"--benchmark-storage=file://{root}", *gate)
+        assert_one_line(result, status, "is a baseline root")
