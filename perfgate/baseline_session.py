@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import _pytest_benchmark, store
+from perfgate import _pytest_benchmark, options, store
 from perfgate.benchmark import Run
 
 GATE_NOT_RUN = 6  # exit status: the gate could not run, or gated nothing (README: exit codes)
@@ -32,6 +32,7 @@ class BaselineChoice:
 
     key_folder: Path
     gate: bool
+    per_hardware: bool = False  # key_folder is <baselines root>/<hardware key>
     baseline: Run | None = None
     members: list[Run] = field(default_factory=list)  # the baseline set, oldest first
     saved_to: Path | None = None
@@ -49,28 +50,20 @@ class BaselineChoice:
         )
 
 
-def add_options(group) -> None:
-    group.addoption(
-        "--perf-baselines",
-        default=None,
-        metavar="DIR",
-        help="root of the per-hardware baseline folders (default: <rootdir>/baselines)",
-    )
-
-
 def storage_folder(config: pytest.Config, key: str) -> Path:
-    """The hardware folder runs are read from and saved to: an explicit --benchmark-storage
-    (file://PATH), else <--perf-baselines or <rootdir>/baselines>/<key>."""
-    explicit = config.option.benchmark_storage
-    if explicit != _pytest_benchmark.DEFAULT_STORAGE:
-        if not explicit.startswith("file://"):
-            raise pytest.UsageError(f"--benchmark-storage {explicit}: perfgate reads file:// only")
-        return Path(explicit.removeprefix("file://")).expanduser().resolve()
-    root = config.getoption("--perf-baselines")
-    if root is None:
-        return Path(config.rootpath) / "baselines" / key
-    root = Path(root).expanduser().resolve()
-    if not root.is_dir() and not _saving(config):
+    """The folder runs are read from and saved to: an explicit --benchmark-storage (file://PATH)
+    is that folder; else <--perf-baselines or the ini perfgate_baselines>/<key>; else
+    pytest-benchmark's own storage (``.benchmarks`` in the current folder), as it would use it."""
+    storage = config.option.benchmark_storage
+    if not storage.startswith("file://"):
+        raise pytest.UsageError(
+            f"--benchmark-storage {storage}: perfgate reads and saves file:// storage only; "
+            "drop the --perf-* options (and perfgate = true) to use this storage"
+        )
+    root = options.baselines_root(config)
+    if not _per_hardware(config):
+        return Path(storage.removeprefix("file://")).expanduser().resolve()
+    if not root.is_dir() and not _saving(config) and config.getoption("--perf-baselines"):
         message = (
             f"--perf-baselines {root} does not exist; pass the folder that holds the hardware "
             "folders (e.g. baselines/), or add --benchmark-save=NAME to start a new store there"
@@ -81,6 +74,18 @@ def storage_folder(config: pytest.Config, key: str) -> Path:
             else pytest.UsageError(message)
         )
     return root / key
+
+
+def _per_hardware(config: pytest.Config) -> bool:
+    """True when runs go to <root>/<hardware key>/ (a baselines root and no explicit storage)."""
+    explicit = config.option.benchmark_storage != _pytest_benchmark.DEFAULT_STORAGE
+    return not explicit and options.baselines_root(config) is not None
+
+
+def save_hint(config: pytest.Config) -> str:
+    """How to record a baseline, with this session's own test paths."""
+    paths = options.test_paths(config)
+    return f"record one with `pytest {paths + ' ' if paths else ''}--benchmark-save=NAME`"
 
 
 def _saving(config: pytest.Config) -> bool:
@@ -94,15 +99,16 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
     missing baseline is one warning line and the run goes on.
     """
     folder = storage_folder(config, key)
+    per_hardware = _per_hardware(config)
     config.option.benchmark_storage = f"file://{folder}"
     config.option.benchmark_save_data = True  # per-round samples: the gate needs them later
-    choice = BaselineChoice(folder, gate)
+    choice = BaselineChoice(folder, gate, per_hardware)
     wanted = config.option.benchmark_compare
     config.option.benchmark_compare = None  # perfgate loads; pytest-benchmark must not
     if not wanted and not gate:
         return choice
     try:
-        choice.baseline, choice.members = _baseline_and_set(wanted, folder)
+        choice.baseline, choice.members = _baseline_and_set(wanted, choice, config)
     except store.StoreError as error:
         if gate:
             raise GateCannotRun(str(error)) from error
@@ -117,10 +123,13 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
     return choice
 
 
-def _baseline_and_set(wanted: object, folder: Path) -> tuple[Run, list[Run]]:
+def _baseline_and_set(
+    wanted: object, choice: BaselineChoice, config: pytest.Config
+) -> tuple[Run, list[Run]]:
     """The run that --benchmark-compare names (the newest when bare) and its baseline set."""
+    folder = choice.key_folder
     runs = store.saved_runs(folder)
-    path = _wanted_path(wanted, folder, runs).resolve()
+    path = _wanted_path(wanted, choice, runs, config).resolve()
     for run in runs:
         if run.path.resolve() == path:
             return run, store.baseline_set(run, runs)
@@ -128,10 +137,18 @@ def _baseline_and_set(wanted: object, folder: Path) -> tuple[Run, list[Run]]:
     return baseline, [baseline]
 
 
-def _wanted_path(wanted: object, folder: Path, runs: list[Run]) -> Path:
+def _wanted_path(
+    wanted: object, choice: BaselineChoice, runs: list[Run], config: pytest.Config
+) -> Path:
+    folder = choice.key_folder
     if not wanted or wanted is True:
         if not runs:
-            raise store.NoSuchRun(f"{store.no_runs_message(folder)}; {store.SAVE_HINT}")
+            missing = (
+                store.no_runs_message(folder)
+                if choice.per_hardware
+                else f"no saved run in {folder} to compare with"
+            )
+            raise store.NoSuchRun(f"{missing}; {save_hint(config)}")
         return runs[-1].path
     return store.resolve(str(wanted), folder)
 

@@ -14,25 +14,7 @@ import pytest
 from perfgate import callgrind, counters
 from perfgate.baseline_session import GateCannotRun
 
-DEFAULT_REPEATS = 3
 INSTALL_HINT = "install it with `apt-get install valgrind` (Debian, Ubuntu)"
-
-
-def add_options(group) -> None:
-    group.addoption(
-        "--perf-measure",
-        choices=("time", "instructions"),
-        default="time",
-        help="time: the timed matrix (default); instructions: only the host-overhead cases, "
-        "counted in instructions by callgrind (needs valgrind)",
-    )
-    group.addoption(
-        "--perf-callgrind-repeats",
-        type=int,
-        default=DEFAULT_REPEATS,
-        metavar="N",
-        help=f"counted repeats per instruction-count case (default {DEFAULT_REPEATS})",
-    )
 
 
 def measuring_instructions(config: pytest.Config) -> bool:
