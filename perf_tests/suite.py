@@ -79,6 +79,7 @@ def pytest_perfgate_uses_cuda(config: pytest.Config) -> bool:
     return "cuda" in selected_devices(config) and torch.cuda.is_available()
 
 
+@pytest.hookimpl(optionalhook=True)  # -p no:benchmark: a hook nobody calls
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
     """The tier and allocator of this run, beside perfgate's machine info (its hook runs first)."""
     facts = machine_info.setdefault("perfgate", {})

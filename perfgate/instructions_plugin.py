@@ -27,11 +27,8 @@ def storage_key(config: pytest.Config) -> str | None:
 
 
 def configure(config: pytest.Config) -> None:
-    """Register the marker and this module's hooks; with --perf-gate, missing valgrind is a
+    """Register this module's hooks; with --perf-gate, missing valgrind is a
     gate that cannot run (exit 6), because a gate that counts nothing must not pass."""
-    config.addinivalue_line(
-        "markers", "instructions: a host-overhead case counted by callgrind (--perf-measure)"
-    )
     if config.getoption("--perf-callgrind-repeats") < 2:
         raise pytest.UsageError("--perf-callgrind-repeats must be at least 2 (for the spread)")
     missing = callgrind.missing_tools()

@@ -16,9 +16,11 @@ import pytest
 
 GATE_REPORT = "perfgate-results/gate.md"
 DEFAULT_CALLGRIND_REPEATS = 3
-MARKER_HELP = (
+# registered in every session, so a project's marks never warn, asked or not
+MARKERS = (
     "perfgate(family=None, threshold=None, ratios=()): experiment family, a regression threshold "
-    "(a fraction, 0.1 = 10%) and same-run ratios (perfgate.Ratio) for the perfgate gate"
+    "(a fraction, 0.1 = 10%) and same-run ratios (perfgate.Ratio) for the perfgate gate",
+    "instructions: a host-overhead case counted by callgrind (--perf-measure instructions)",
 )
 # option destination -> its default: a session that gives any other value asked for perfgate
 DEFAULTS = {

@@ -30,7 +30,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-benchmark reads its storage and compare options
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", options.MARKER_HELP)
+    for marker in options.MARKERS:
+        config.addinivalue_line("markers", marker)
     if not options.asked(config):
         return
     if not hasattr(config.option, "benchmark_storage"):  # -p no:benchmark
