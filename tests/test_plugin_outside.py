@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,11 @@ def test_asked_gate_uses_the_projects_storage_and_paths(project, monkeypatch):
     assert result.ret == 1, output_of(result)
     assert "Confirmed regressions" in output_of(result)
     assert "profiling" not in output_of(result)  # nothing here is timed by perfgate.timing
+
+
+def test_the_command_line_finds_this_machines_key_without_torch(monkeypatch):
+    from perfgate.cli.runs import this_hardware_key
+    from perfgate.machine import hardware_key
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # perfgate installed without perfgate[torch]
+    assert this_hardware_key() == hardware_key(use_cuda=False)

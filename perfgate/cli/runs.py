@@ -81,9 +81,12 @@ def default_baselines_root() -> Path:
 
 
 def this_hardware_key() -> str:
-    """This machine's hardware key (imports torch, so only called when a key is needed)."""
-    import torch
-
+    """This machine's hardware key: its GPU where torch sees one, else its CPU (imports torch
+    where installed, so only called when a key is needed)."""
     from perfgate.machine import hardware_key
 
+    try:
+        import torch
+    except ImportError:  # perfgate without its torch extra: a CPU key
+        return hardware_key(use_cuda=False)
     return hardware_key(use_cuda=torch.cuda.is_available())
