@@ -108,7 +108,9 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
     if not wanted and not gate:
         return choice
     try:
-        choice.baseline, choice.members = _baseline_and_set(wanted, choice, config)
+        choice.baseline, choice.members = _baseline_and_set(
+            wanted, folder, _no_runs(config, choice)
+        )
     except store.StoreError as error:
         if gate:
             raise GateCannotRun(str(error)) from error
@@ -124,12 +126,12 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
 
 
 def _baseline_and_set(
-    wanted: object, choice: BaselineChoice, config: pytest.Config
+    wanted: object, folder: Path, no_runs: str | None = None
 ) -> tuple[Run, list[Run]]:
-    """The run that --benchmark-compare names (the newest when bare) and its baseline set."""
-    folder = choice.key_folder
+    """The run that --benchmark-compare names (the newest when bare) and its baseline set;
+    ``no_runs``: the message when the folder has none."""
     runs = store.saved_runs(folder)
-    path = _wanted_path(wanted, choice, runs, config).resolve()
+    path = _wanted_path(wanted, folder, runs, no_runs).resolve()
     for run in runs:
         if run.path.resolve() == path:
             return run, store.baseline_set(run, runs)
@@ -137,20 +139,20 @@ def _baseline_and_set(
     return baseline, [baseline]
 
 
-def _wanted_path(
-    wanted: object, choice: BaselineChoice, runs: list[Run], config: pytest.Config
-) -> Path:
-    folder = choice.key_folder
+def _wanted_path(wanted: object, folder: Path, runs: list[Run], no_runs: str | None) -> Path:
     if not wanted or wanted is True:
         if not runs:
-            missing = (
-                store.no_runs_message(folder)
-                if choice.per_hardware
-                else f"no saved run in {folder} to compare with"
-            )
-            raise store.NoSuchRun(f"{missing}; {save_hint(config)}")
+            raise store.NoSuchRun(no_runs or f"{store.no_runs_message(folder)}; {store.SAVE_HINT}")
         return runs[-1].path
     return store.resolve(str(wanted), folder)
+
+
+def _no_runs(config: pytest.Config, choice: BaselineChoice) -> str:
+    """No saved run to compare with: where, and how to record one with this session's paths."""
+    folder = choice.key_folder
+    if choice.per_hardware:
+        return f"{store.no_runs_message(folder)}; {save_hint(config)}"
+    return f"no saved run in {folder} to compare with; {save_hint(config)}"
 
 
 def _require_samples(members: list[Run]) -> None:
@@ -182,7 +184,7 @@ class Saver:
         self.choice.saved_to = path
         _say(self.config, f"perfgate: saved {path}")
         compared = self.choice.baseline
-        if compared is not None and compared.hardware_key != self.key:
+        if self.choice.per_hardware and compared is not None and compared.hardware_key != self.key:
             _say(self.config, f"perfgate: warning: saved under {self.key}, but compared with a "
                  f"run of {compared.hardware_key} ({compared.path})")  # fmt: skip
         if self.choice.gate:
