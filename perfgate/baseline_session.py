@@ -55,6 +55,8 @@ def storage_folder(config: pytest.Config, key: str) -> Path:
     is that folder; else <--perf-baselines or the ini perfgate_baselines>/<key>; else
     pytest-benchmark's own storage (``.benchmarks`` in the current folder), as it would use it."""
     storage = config.option.benchmark_storage
+    if "://" not in storage:  # a plain path, as pytest-benchmark reads it
+        storage = f"file://{storage}"
     if not storage.startswith("file://"):
         raise pytest.UsageError(
             f"--benchmark-storage {storage}: perfgate reads and saves file:// storage only; "

@@ -108,7 +108,9 @@ def test_asked_gate_uses_the_projects_storage_and_paths(project, monkeypatch):
     assert result.ret == GATE_NOT_RUN, output_of(result)  # its run has no per-round data
     assert "record the baseline again with `--benchmark-save`" in output_of(result)
 
-    assert run(project, "--perf-gate-threshold=0.5", "--benchmark-save=base").ret == 0
+    storage = "--benchmark-storage=.benchmarks"  # a plain path, as pytest-benchmark takes it
+    saving = ("--perf-gate-threshold=0.5", "--benchmark-save=base", storage)
+    assert run(project, *saving).ret == 0
     assert [p.name for p in runs_in(project.path / ".benchmarks")][-1] == "0002_base.json"
     assert not (project.path / "baselines").exists()
     result = run(project, "--perf-gate", "test_bench.py", "test_no_torch.py")
