@@ -5,6 +5,7 @@ configuration, a conftest with its own --device option, and pytest-benchmark's c
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
@@ -129,3 +130,14 @@ def test_the_command_line_finds_this_machines_key_without_torch(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "torch", None)  # perfgate installed without perfgate[torch]
     assert this_hardware_key() == hardware_key(use_cuda=False)
+
+
+def test_the_command_line_reads_the_projects_pytest_benchmark_storage(project, monkeypatch):
+    from perfgate.cli import main
+
+    for name in ("first", "second"):  # asked (a --perf-* option): per-round data saved
+        assert run(project, "--perf-gate-threshold=0.5", f"--benchmark-save={name}").ret == 0
+    monkeypatch.chdir(project.path)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["compare"], out=out, err=err) == 0, err.getvalue()
+    assert "0001_first" in out.getvalue() + err.getvalue() and "test_work" in out.getvalue()

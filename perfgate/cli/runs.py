@@ -11,6 +11,8 @@ from pathlib import Path
 from perfgate import store
 from perfgate.benchmark import Run
 
+PYTEST_BENCHMARK_STORAGE = Path(".benchmarks")  # its default --benchmark-storage, <machine id>/
+
 
 class Hardware:
     """The hardware folder RUN arguments are looked up in, found only when first needed
@@ -19,9 +21,16 @@ class Hardware:
     def __init__(self, baselines: str | None, key: str | None):
         self.root = Path(baselines) if baselines else default_baselines_root()
         self._key = key
+        # another project, without a baselines/ folder: pytest-benchmark's own storage
+        self.storage = None
+        if baselines is None and key is None and not self.root.is_dir():
+            if PYTEST_BENCHMARK_STORAGE.is_dir():
+                self.storage = PYTEST_BENCHMARK_STORAGE.resolve()
 
     @property
     def folder(self) -> Path:
+        if self.storage is not None:
+            return self.storage
         if self._key is None:
             self._key = this_hardware_key()
         return self.root / self._key
