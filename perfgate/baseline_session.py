@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import _pytest_benchmark, run_schema, saving, store
+from perfgate import _pytest_benchmark, options, run_schema, saving, store
 from perfgate.benchmark import Run
 
 GATE_NOT_RUN = 6  # exit status: the gate could not run, or gated nothing (README: exit codes)
@@ -30,6 +30,7 @@ class BaselineChoice:
 
     key_folder: Path
     gate: bool
+    per_hardware: bool = False  # key_folder is <baselines root>/<hardware key>
     baseline: Run | None = None
     members: list[Run] = field(default_factory=list)  # the baseline set, oldest first
     saved_to: Path | None = None
@@ -47,32 +48,26 @@ class BaselineChoice:
         )
 
 
-def add_options(group) -> None:
-    group.addoption(
-        "--perf-baselines",
-        default=None,
-        metavar="DIR",
-        help="root of the per-hardware baseline folders (default: <rootdir>/baselines)",
-    )
-
-
 def storage_folder(config: pytest.Config, key: str) -> Path:
-    """The hardware folder runs are read from and saved to: an explicit --benchmark-storage
-    (file://PATH), else <--perf-baselines or <rootdir>/baselines>/<key>."""
-    explicit = config.option.benchmark_storage
-    if explicit != _pytest_benchmark.DEFAULT_STORAGE:
-        if not explicit.startswith("file://"):
-            raise pytest.UsageError(f"--benchmark-storage {explicit}: perfgate reads file:// only")
-        folder = Path(explicit.removeprefix("file://")).expanduser().resolve()
+    """The folder runs are read from and saved to: an explicit --benchmark-storage (file://PATH)
+    is that folder; else <--perf-baselines or the ini perfgate_baselines>/<key>; else
+    pytest-benchmark's own storage (``.benchmarks`` in the current folder), as it would use it."""
+    storage = config.option.benchmark_storage
+    if "://" not in storage:  # a plain path, as pytest-benchmark reads it
+        storage = f"file://{storage}"
+    if not storage.startswith("file://"):
+        raise pytest.UsageError(
+            f"--benchmark-storage {storage}: perfgate reads and saves file:// storage only; "
+            "drop the --perf-* options (and perfgate = true) to use this storage"
+        )
+    root = options.baselines_root(config)
+    if not _per_hardware(config):
+        folder = Path(storage.removeprefix("file://")).expanduser().resolve()
         if (folder / key).is_dir():
-            _refuse(config, f"--benchmark-storage {explicit} is a baseline root (it holds "
+            _refuse(config, f"--benchmark-storage {storage} is a baseline root (it holds "
                     f"{key}/); name the hardware folder: file://{folder / key}")  # fmt: skip
         return folder
-    root = config.getoption("--perf-baselines")
-    if root is None:
-        return Path(config.rootpath) / "baselines" / key
-    root = Path(root).expanduser().resolve()
-    if not root.is_dir() and not saving_requested(config):
+    if not root.is_dir() and not saving_requested(config) and config.getoption("--perf-baselines"):
         message = (
             f"--perf-baselines {root} does not exist; pass the folder that holds the hardware "
             "folders (e.g. baselines/), or add --benchmark-save=NAME to start a new store there"
@@ -86,6 +81,18 @@ def _refuse(config: pytest.Config, message: str) -> None:
     if config.getoption("--perf-gate"):
         raise GateCannotRun(message)
     raise pytest.UsageError(message)
+
+
+def _per_hardware(config: pytest.Config) -> bool:
+    """True when runs go to <root>/<hardware key>/ (a baselines root and no explicit storage)."""
+    explicit = config.option.benchmark_storage != _pytest_benchmark.DEFAULT_STORAGE
+    return not explicit and options.baselines_root(config) is not None
+
+
+def save_hint(config: pytest.Config) -> str:
+    """How to record a baseline, with this session's own test paths."""
+    paths = options.test_paths(config)
+    return f"record one with `pytest {paths + ' ' if paths else ''}--benchmark-save=NAME`"
 
 
 def saving_requested(config: pytest.Config) -> bool:
@@ -106,15 +113,18 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
             "xdist, so nothing would be saved; run without -n (or with -n 0)"
         )
     folder = storage_folder(config, key)
+    per_hardware = _per_hardware(config)
     config.option.benchmark_storage = f"file://{folder}"
     config.option.benchmark_save_data = True  # per-round samples: the gate needs them later
-    choice = BaselineChoice(folder, gate)
+    choice = BaselineChoice(folder, gate, per_hardware)
     wanted = config.option.benchmark_compare
     config.option.benchmark_compare = None  # perfgate loads; pytest-benchmark must not
     if not wanted and not gate:
         return choice
     try:
-        choice.baseline, choice.members = _baseline_and_set(wanted, folder)
+        choice.baseline, choice.members = _baseline_and_set(
+            wanted, folder, _no_runs(config, choice)
+        )
     except store.StoreError as error:
         if gate:
             raise GateCannotRun(str(error)) from error
@@ -145,10 +155,13 @@ def _check(check, *arguments) -> None:
         raise pytest.UsageError(str(error)) from error
 
 
-def _baseline_and_set(wanted: object, folder: Path) -> tuple[Run, list[Run]]:
-    """The run that --benchmark-compare names (the newest when bare) and its baseline set."""
+def _baseline_and_set(
+    wanted: object, folder: Path, no_runs: str | None = None
+) -> tuple[Run, list[Run]]:
+    """The run that --benchmark-compare names (the newest when bare) and its baseline set;
+    ``no_runs``: the message when the folder has none."""
     runs = [run for run in store.saved_runs(folder) if not run_schema.from_the_future(run)]
-    path = _wanted_path(wanted, folder, runs).resolve()
+    path = _wanted_path(wanted, folder, runs, no_runs).resolve()
     for run in runs:
         if run.path.resolve() == path:
             return run, store.baseline_set(run, runs)
@@ -158,10 +171,10 @@ def _baseline_and_set(wanted: object, folder: Path) -> tuple[Run, list[Run]]:
     return baseline, [baseline]
 
 
-def _wanted_path(wanted: object, folder: Path, runs: list[Run]) -> Path:
+def _wanted_path(wanted: object, folder: Path, runs: list[Run], no_runs: str | None) -> Path:
     if not wanted or wanted is True:
         if not runs:
-            raise store.NoSuchRun(f"{store.no_runs_message(folder)}; {store.SAVE_HINT}")
+            raise store.NoSuchRun(no_runs or f"{store.no_runs_message(folder)}; {store.SAVE_HINT}")
         return runs[-1].path
     return store.resolve(str(wanted), folder)
 
@@ -179,6 +192,14 @@ def _check_hardware(config: pytest.Config, members: list[Run], key: str, gate: b
                 raise GateCannotRun(line)
             _say(config, f"perfgate: warning: {line}")
             return
+
+
+def _no_runs(config: pytest.Config, choice: BaselineChoice) -> str:
+    """No saved run to compare with: where, and how to record one with this session's paths."""
+    folder = choice.key_folder
+    if choice.per_hardware:
+        return f"{store.no_runs_message(folder)}; {save_hint(config)}"
+    return f"no saved run in {folder} to compare with; {save_hint(config)}"
 
 
 def _require_samples(members: list[Run]) -> None:
@@ -213,7 +234,7 @@ class Saver:
             return
         path = self.choice.saved_to = outcome.saved
         compared = self.choice.baseline
-        if compared is not None and compared.hardware_key != self.key:
+        if self.choice.per_hardware and compared is not None and compared.hardware_key != self.key:
             _say(self.config, f"perfgate: warning: saved under {self.key}, but compared with a "
                  f"run of {compared.hardware_key} ({compared.path})")  # fmt: skip
         if self.choice.gate:

@@ -13,10 +13,6 @@ import pytest
 
 from perfgate.verdict.pairing import Ratio
 
-MARKER_HELP = (
-    "perfgate(family=None, threshold=None, ratios=()): experiment family, a regression threshold "
-    "(a fraction, 0.1 = 10%) and same-run ratios (perfgate.Ratio) for the perfgate gate"
-)
 KEYWORDS = {"family", "threshold", "ratios"}
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import _pytest_benchmark, profiling
+from perfgate import _pytest_benchmark, options, profiling
 from perfgate.baseline_session import GATE_NOT_RUN, BaselineChoice, Saver
 from perfgate.counters import is_instructions
 from perfgate.declarations import declarations, test_name, uses_benchmark
@@ -24,30 +24,6 @@ from perfgate.verdict.rules import Thresholds, parse_thresholds
 from perfgate.verdict.session import GateResult, Verdict, failed, judge, rerun_names
 
 
-def add_options(group) -> None:
-    group.addoption(
-        "--perf-gate",
-        action="store_true",
-        help="gate on this hardware's newest baseline (implies --benchmark-compare): fail on "
-        "confirmed, significant regressions (exit 1); exit 6 when nothing could be gated",
-    )
-    group.addoption(
-        "--perf-gate-threshold",
-        action="append",
-        default=[],
-        metavar="[NAME=]FRACTION",
-        help="slowdown that counts, as a fraction: 0.15 for every test, sdpa=0.2 for a family or "
-        "a test function (any case; repeatable; default: from each case's measured noise, "
-        "README 'Thresholds'). A test's @pytest.mark.perfgate(threshold=...) wins",
-    )
-    group.addoption(
-        "--perf-gate-report",
-        default="perfgate-results/gate.md",
-        help="markdown summary of the gate; a JSON twin is written beside it (default: "
-        "perfgate-results/gate.md)",
-    )
-
-
 def thresholds_from(config: pytest.Config) -> Thresholds:
     try:
         return parse_thresholds(config.getoption("--perf-gate-threshold"))
@@ -55,15 +31,17 @@ def thresholds_from(config: pytest.Config) -> Thresholds:
         raise pytest.UsageError(f"--perf-gate-threshold: {error}") from None
 
 
-def ab_hint(regressed: set[str], baseline_commit: str | None) -> str | None:
-    """The ``perfgate ab`` command that re-runs the regressed tests against the baseline's
-    commit in alternating blocks (drift between sessions cancels there)."""
+def ab_hint(regressed: set[str], baseline_commit: str | None, paths: str = "") -> str | None:
+    """The ``perfgate ab`` command that re-runs the regressed tests (of the session's test
+    ``paths``) against the baseline's commit in alternating blocks (drift between sessions
+    cancels there)."""
     if not regressed or not baseline_commit:
         return None
     tests = sorted({name.split("::")[-1].split("[")[0] for name in regressed})
+    where = f" --tests {paths}" if paths else ""
     return (
         "perfgate gate: to confirm across sessions, run the baseline's commit and this tree in "
-        f"alternating blocks: perfgate ab {baseline_commit[:12]} -k '{' or '.join(tests)}'"
+        f"alternating blocks: perfgate ab {baseline_commit[:12]}{where} -k '{' or '.join(tests)}'"
     )
 
 
@@ -137,15 +115,17 @@ class GateSession:
             confirmation = self.rerun(session, names)
             self.results = judge(members, current, self.thresholds, confirmation)
         regressed = {r.name for r in self.results if r.verdict is Verdict.REGRESSION}
+        # a counted case shows its function diff instead; only perfgate.timing's cases profile
         timed = {n for n in regressed if not is_instructions(current.benchmarks[n].extra_info)}
-        if timed:  # a counted case shows its function diff instead of a profile
+        timed &= profiling.profilable
+        if timed:
             self.profile(session, timed)
             for name in timed & set(profiling.collected):  # judged again: now with the diff
                 current.benchmarks[name].extra_info["profile"] = profiling.collected[name]
             self.results = judge(members, current, self.thresholds, confirmation)
         changes = summary.environment_difference(members[-1], current)
         self.lines = summary.terminal_lines(self.results, changes, self.choice.label)
-        if hint := ab_hint(regressed, members[-1].commit):
+        if hint := ab_hint(regressed, members[-1].commit, options.test_paths(self.config)):
             self.lines.append(hint)
         self.write_reports(changes)
         if not any(r.verdict.gated for r in self.results):

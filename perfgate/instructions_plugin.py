@@ -14,34 +14,7 @@ import pytest
 from perfgate import callgrind, callgrind_inject, counters
 from perfgate.baseline_session import GateCannotRun
 
-DEFAULT_REPEATS = 3
-DEFAULT_LAYOUTS = 3  # counting processes, each with another heap layout (perfgate/callgrind.py)
 INSTALL_HINT = "install it with `apt-get install valgrind` (Debian, Ubuntu)"
-
-
-def add_options(group) -> None:
-    group.addoption(
-        "--perf-measure",
-        choices=("time", "instructions"),
-        default="time",
-        help="time: the timed matrix (default); instructions: only the host-overhead cases, "
-        "counted in instructions by callgrind (needs valgrind)",
-    )
-    group.addoption(
-        "--perf-callgrind-repeats",
-        type=int,
-        default=DEFAULT_REPEATS,
-        metavar="N",
-        help=f"counted repeats per instruction-count case (default {DEFAULT_REPEATS})",
-    )
-    group.addoption(
-        "--perf-callgrind-layouts",
-        type=int,
-        default=DEFAULT_LAYOUTS,
-        metavar="N",
-        help="callgrind processes run at once, each with another heap layout; a case keeps the "
-        f"fewest instructions of them (default {DEFAULT_LAYOUTS})",
-    )
 
 
 def measuring_instructions(config: pytest.Config) -> bool:
@@ -54,11 +27,8 @@ def storage_key(config: pytest.Config) -> str | None:
 
 
 def configure(config: pytest.Config) -> None:
-    """Register the marker and this module's hooks; with --perf-gate, missing valgrind is a
+    """Register this module's hooks; with --perf-gate, missing valgrind is a
     gate that cannot run (exit 6), because a gate that counts nothing must not pass."""
-    config.addinivalue_line(
-        "markers", "instructions: a host-overhead case counted by callgrind (--perf-measure)"
-    )
     if config.getoption("--perf-callgrind-repeats") < 2:
         raise pytest.UsageError("--perf-callgrind-repeats must be at least 2 (for the spread)")
     if config.getoption("--perf-callgrind-layouts") < 1:

@@ -12,8 +12,7 @@ import platform
 import re
 import shutil
 import subprocess
-
-import torch
+import sys
 
 from perfgate import nvml
 
@@ -37,19 +36,27 @@ def slug(text: str) -> str:
 
 def hardware_key(use_cuda: bool) -> str:
     """The baseline folder name for this machine: the GPU when CUDA runs, else CPU and cores."""
-    if use_cuda and torch.cuda.is_available():
-        return slug(torch.cuda.get_device_name(0))
+    if use_cuda:
+        import torch  # only for a session on CUDA: a CPU session never imports it
+
+        if torch.cuda.is_available():
+            return slug(torch.cuda.get_device_name(0))
     return slug(f"{cpu_model()}-{os.cpu_count()}cores")
 
 
 def software_versions() -> dict:
-    """Versions that change performance without changing hardware."""
-    versions = {
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda,
-        "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
-    }
+    """Versions that change performance without changing hardware: Python always; torch, CUDA,
+    cuDNN and Triton where the session imported torch (a session without it does not pay for
+    importing it here)."""
+    versions = {"python": platform.python_version()}
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return versions
+    versions.update(
+        torch=torch.__version__,
+        cuda=torch.version.cuda,
+        cudnn=torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+    )
     try:
         import triton
 

@@ -19,14 +19,16 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
-from torch.autograd import DeviceType
 
 from perfgate import _pytest_benchmark
 from perfgate.attribution import PROFILE_ROWS
 from perfgate.reruns import run_again, say
+
+if TYPE_CHECKING:  # torch is imported where a case is profiled, never by the gate's session
+    import torch
 
 PROFILED_CALLS = 5
 NAME_LENGTH = 160  # kernel names are cut here (C++ template names run to kilobytes)
@@ -121,6 +123,8 @@ def profile_calls(
 
 def run_profiler(fn: Callable[[], object], device: torch.device, calls: int):
     """``calls`` calls of ``fn`` under torch.profiler (memory included), after one warm-up."""
+    import torch
+
     fn()
     _synchronize(device)
     activities = [torch.profiler.ProfilerActivity.CPU]
@@ -136,6 +140,8 @@ def run_profiler(fn: Callable[[], object], device: torch.device, calls: int):
 def compact(events, device: torch.device, calls: int) -> dict:
     """Per call: self time of each kernel (CUDA) or operator (CPU), in microseconds, and the
     bytes allocated under each top-level operator; the PROFILE_ROWS largest of each."""
+    from torch.autograd import DeviceType
+
     on_cuda = device.type == "cuda"
     times: dict[str, float] = {}
     allocated: dict[str, float] = {}
@@ -176,4 +182,6 @@ def _largest(values: dict[str, float], calls: int, digits: int) -> list[list]:
 
 def _synchronize(device: torch.device) -> None:
     if device.type == "cuda":
+        import torch
+
         torch.cuda.synchronize(device)

@@ -80,6 +80,10 @@ def test_a_diff_that_cannot_be_made_says_why_in_one_line(baseline, current, says
     assert says in line
 
 
+def test_a_case_never_profiled_says_nothing_about_profiles():
+    assert profile_diff(None, None, "time") == []  # not timed by perfgate.timing
+
+
 def timed_run(seconds: float, extra: dict) -> object:
     samples = [seconds * (1 + 0.001 * i) for i in range(20)]
     entry = {"name": "case", "fullname": "t.py::case", "stats": {"data": samples}}

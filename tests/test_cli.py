@@ -164,6 +164,17 @@ def test_report_omits_what_a_run_did_not_measure(tmp_path):
     assert "![" not in report and not list(tmp_path.glob("*.png"))
 
 
+def test_report_of_another_projects_run_says_it_is_the_labs_in_one_line(tmp_path):
+    run = json.loads(CPU_RUN.read_text())
+    for benchmark in run["benchmarks"]:
+        benchmark["fullname"] = benchmark["fullname"].replace("perf_tests/", "tests/bench/")
+    theirs = tmp_path / "0001_theirs.json"
+    theirs.write_text(json.dumps(run))
+    status, _, err = perfgate("report", str(theirs), "--out", str(tmp_path), "--no-plots")
+    assert status == 2 and not (tmp_path / "report.md").exists()
+    assert "this repository's lab report" in err and "perfgate compare" in err
+
+
 def test_missing_matplotlib_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails
     status, _, err = perfgate("report", str(CPU_RUN), "--out", str(tmp_path))
@@ -257,6 +268,18 @@ def test_profile_returns_pytest_status_and_explains_an_empty_result(tmp_path, pr
     assert status == 5
     assert "no tests ran" in out and "Chrome trace" not in out
     assert "perfgate: no profile written: no test matched TEST_ID" in err
+
+
+def test_profile_that_writes_nothing_from_a_passing_run_fails_and_says_why(tmp_path, profiled):
+    profiled.status = 0
+    profile_folder = tmp_path / "empty"
+    with pytest.MonkeyPatch.context() as patch:  # the stand-in writes nothing into a file "folder"
+        patch.setattr(profile, "_files", lambda folder: {})
+        status, _, err = perfgate(
+            "profile", "tests/test_x.py::test_y", "--out", str(profile_folder)
+        )
+    assert status == 2
+    assert "only cases timed by perfgate.timing" in err
 
 
 PLUGIN_HAS_PROFILE = "--perf-profile" in (ROOT / "perfgate/plugin.py").read_text()

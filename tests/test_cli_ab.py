@@ -100,6 +100,18 @@ def test_a_commit_that_doubles_the_cost_is_slower(repo, tmp_path):
     assert worktrees(repo) == 1  # the base worktree is gone
 
 
+def test_another_projects_test_paths_with_tests(repo, tmp_path):
+    git(repo, "mv", "perf_tests", "bench")  # no perf_tests/: another project's layout
+    (repo / "cost.txt").write_text("0.002")
+    commit(repo, "twice the cost, benchmarks in bench/")
+    out_file = tmp_path / "ab.json"
+    status, out, err = perfgate("ab", "HEAD", "--tests", "bench", "--blocks", "3",
+                                "--out", str(out_file), "--", CLOCK)  # fmt: skip
+    assert status == 0, out + err  # the same commit against itself: not slower
+    (row,) = results(out_file).values()
+    assert row["name"].startswith("bench/test_work.py::")
+
+
 def test_an_unchanged_commit_is_not_slower(repo, tmp_path):
     (repo / "README").write_text("no change to the cost")
     commit(repo, "docs only")
@@ -198,4 +210,8 @@ def test_the_gate_names_the_ab_command_for_its_regressions():
                  "perf_tests/test_sdpa.py::test_attention[cuda-x-flash-fp16]"}  # fmt: skip
     hint = ab_hint(regressed, "0123456789abcdef")
     assert hint.endswith("perfgate ab 0123456789ab -k 'test_attention or test_dequantize'")
+    hint = ab_hint(regressed, "0123456789abcdef", "bench tests/more")
+    assert hint.endswith(
+        "ab 0123456789ab --tests bench tests/more -k 'test_attention or test_dequantize'"
+    )
     assert ab_hint(set(), "0123456789abcdef") is None and ab_hint(regressed, None) is None

@@ -261,7 +261,9 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "perfgate.plugin", "-p", "no:cacheprovider", *args)
+    return pytester.runpytest_subprocess(  # this repository's configuration: perfgate on
+        "-p", "perfgate.plugin", "-p", "no:cacheprovider", "-o", "perfgate=true", *args
+    )
 
 
 def test_timed_runs_deselect_the_instruction_cases(project):

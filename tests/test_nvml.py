@@ -251,7 +251,7 @@ def test_perf_lock_clocks_option_locks_and_resets(pytester, monkeypatch, refused
         fake += "LOCK_ERROR = NVML_ERROR_NO_PERMISSION\n"
     pytester.makepyfile(pynvml=fake, test_lock=LOCK_TEST)
     result = pytester.runpytest_subprocess("-p", "perfgate.plugin", "--perf-lock-clocks",
-                                           "--device", "cpu", "-p", "no:cacheprovider")  # fmt: skip
+                                           "-p", "no:cacheprovider")  # fmt: skip
     assert result.ret == 0
     calls = (pytester.path / "calls.txt").read_text()
     if refused:

@@ -171,24 +171,62 @@ def test_checkout_with_perfgate_installed_registers_the_plugin_once(
     assert "perfgate-0.1.0" in plugins_from_entry_points(output)
 
 
-def test_installed_wheel_gates_a_project_without_a_conftest(installed_venv: Path, tmp_path: Path):
-    project = tmp_path / "project"
-    project.mkdir()
+# another project: its own --device option, warnings as errors, pytest-benchmark's conventions
+PROJECT_CONFTEST = """\
+def pytest_addoption(parser):
+    parser.addoption("--device", default="cpu")
+"""
+PROJECT_INI = "[pytest]\nfilterwarnings =\n    error\n"
+COMPARE_FAIL = ("--benchmark-compare", "--benchmark-compare-fail=min:5%")
+
+
+def other_project(folder: Path) -> Path:
+    folder.mkdir()
+    (folder / "conftest.py").write_text(PROJECT_CONFTEST)
+    (folder / "pytest.ini").write_text(PROJECT_INI)
+    (folder / "test_work.py").write_text(BENCHMARK_FILE.format(cost_s=COST_S))
+    return folder
+
+
+def its_own_commands(venv: Path, project: Path) -> list[tuple[int, bool]]:
+    """The project's own commands: exit status, and whether pytest-benchmark's lines showed."""
     benchmark = project / "test_work.py"
     benchmark.write_text(BENCHMARK_FILE.format(cost_s=COST_S))
+    outcomes = []
+    for args, line in [
+        (("--device=cpu", "--benchmark-autosave"), "Saved benchmark data in"),
+        (("--benchmark-min-rounds=3",), "test_work"),
+        (("--fixtures",), "benchmark_weave"),
+    ]:
+        code, output = pytest_in(venv, project, *args)
+        outcomes.append((code, line in output and "bench_device" not in output))
+    benchmark.write_text(BENCHMARK_FILE.format(cost_s=5 * COST_S))
+    code, output = pytest_in(venv, project, *COMPARE_FAIL)
+    outcomes.append((code, "Performance has regressed" in output))
+    return outcomes
 
-    code, output = pytest_in(installed_venv, project, "--benchmark-save=base")
-    assert code == 0, output
-    [baseline] = (project / "baselines").rglob("0001_base.json")
 
-    code, output = pytest_in(installed_venv, project, "--perf-gate")
-    assert code == 0, output
-    gate_section = output.split("perfgate gate", 1)[-1]
-    assert baseline.name in gate_section and "test_work" in output, output
+def test_installed_wheel_changes_nothing_until_asked_then_gates(
+    bare_venv: Path, wheel: Path, tmp_path: Path
+):
+    project = other_project(tmp_path / "project")
+    alone = its_own_commands(bare_venv, project)
+    assert alone == [(0, True), (0, True), (0, True), (1, True)], alone
+    run_checked([sys.executable, "-m", "pip", "--python", python_of(bare_venv), "install",
+                 "--no-deps", "--no-index", str(wheel)])  # fmt: skip
+    assert its_own_commands(bare_venv, project) == alone
+    assert len(list((project / ".benchmarks").rglob("*.json"))) == 2
+    assert not (project / "baselines").exists()
 
+    benchmark = project / "test_work.py"
+    benchmark.write_text(BENCHMARK_FILE.format(cost_s=COST_S))
+    code, output = pytest_in(bare_venv, project, "--benchmark-save=base", "--benchmark-save-data")
+    assert code == 0, output  # pytest-benchmark's own save, with the per-round data a gate reads
+    [baseline] = (project / ".benchmarks").rglob("0003_base.json")
+    code, output = pytest_in(bare_venv, project, "--perf-gate")
+    assert code == 0 and baseline.name in output.split("perfgate gate", 1)[-1], output
     benchmark.write_text(BENCHMARK_FILE.format(cost_s=2 * COST_S))
-    code, output = pytest_in(installed_venv, project, "--perf-gate")
+    code, output = pytest_in(bare_venv, project, "--perf-gate")
     assert code == 1, output  # a confirmed regression (README: exit codes)
     assert "INTERNALERROR" not in output and "Traceback" not in output
-    regressions = [line for line in output.splitlines() if "test_work" in line and "%" in line]
-    assert regressions, output
+    assert [line for line in output.splitlines() if "test_work" in line and "%" in line], output

@@ -3,6 +3,7 @@ every way the gate can fail to run (one line, exit 6, never a green run that gat
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -56,7 +57,10 @@ def bench_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) ->
     return virtual_clock_project(pytester, monkeypatch, test_bench=BENCHMARK)
 
 
-PLUGINS = ("-p", "perfgate.plugin", "-p", "no:cacheprovider")
+# this repository's configuration (pyproject.toml): perfgate on, runs in baselines/<hardware>/;
+# tests/test_plugin_outside.py runs the plugin as another project meets it
+PLUGINS = ("-p", "perfgate.plugin", "-p", "no:cacheprovider", "-o", "perfgate=true",
+           "-o", "perfgate_baselines=baselines")  # fmt: skip
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
@@ -96,18 +100,6 @@ def test_saving_twice_keeps_both_runs_under_the_hardware_key(bench_project):
     saved = json.loads(runs[0].read_text())
     assert len(saved["benchmarks"][0]["stats"]["data"]) == 20  # per-round data is kept
     assert saved["machine_info"]["perfgate"]["hardware_key"] == runs[0].parent.parent.name
-
-
-@pytest.mark.parametrize(
-    ("option", "expected"),
-    [(None, "retained"), ("--perf-malloc=default", "glibc default")],
-)
-def test_the_host_allocator_setting_is_saved_with_the_run(bench_project, option, expected):
-    args = ["--device", "cpu", "--benchmark-save=run", *([option] if option else [])]
-    assert run(bench_project, *args).ret == 0
-    saved = json.loads(saved_runs(bench_project)[0].read_text())
-    setting = saved["machine_info"]["perfgate"]["host_malloc"]
-    assert expected in setting or setting.startswith("unchanged")
 
 
 def test_corrupt_baseline_is_an_error_naming_the_file(bench_project):
@@ -258,14 +250,11 @@ def test_gate_without_baseline_names_the_keys_that_exist(bench_project):
         (["--perf-gate-threshold=sdpaa=0.5"], "names no family or test here: sdpaa"),
         (["--benchmark-disable"], "benchmarks are not timed here"),
         (["-p", "xdist", "-n", "2"], "pytest-xdist (-n) is on"),
-        (["--device", "cuda"], "no CUDA device on this machine"),
     ],
 )
 def test_gate_that_would_compare_nothing_fails_before_running(bench_project, args, line):
     assert run(bench_project, "--benchmark-save=baseline").ret == 0
     (bench_project.path / "ran").unlink()
-    if args == ["--device", "cuda"] and _has_cuda():
-        pytest.skip("this machine has a GPU")
     assert_cannot_gate(run(bench_project, "--perf-gate", *args), line)
     assert not (bench_project.path / "ran").exists()
 
@@ -327,45 +316,13 @@ def test_gate_runs_from_a_subdirectory_and_with_baselines_elsewhere(
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
-def test_ignored_benchmark_options_warn(bench_project):
-    result = run(bench_project, "--benchmark-min-rounds=50", "-W", "default")
-    assert result.ret == 0
-    assert "--benchmark-min-rounds is ignored" in result.stdout.str() + result.stderr.str()
-
-
 def test_histogram_needs_pygal_or_says_so(bench_project):
     result = run(bench_project, "--benchmark-histogram=hist")
     output = result.stdout.str() + result.stderr.str()
-    try:
-        import pygal  # noqa: F401
-    except ImportError:
+    # not imported here: pygal's import hook breaks later in-process pytest runs' plugin loading
+    if importlib.util.find_spec("pygal") is None:
         assert result.ret == pytest.ExitCode.USAGE_ERROR
         assert "--benchmark-histogram needs pygal" in output
     else:
         assert result.ret == 0, output
         assert list(bench_project.path.glob("hist*.svg"))
-
-
-def test_out_of_memory_skips_the_case_and_the_run_goes_on(pytester: pytest.Pytester):
-    pytester.makepyfile(
-        test_oom="""
-        import torch
-
-        def test_too_large():
-            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 80.00 GiB")
-
-        def test_next():
-            pass
-        """
-    )
-    result = run(pytester, "-rs")
-    assert result.ret == 0
-    result.stdout.fnmatch_lines(
-        ["*out of memory for this parameter: CUDA out of memory*", "*1 passed, 1 skipped*"]
-    )
-
-
-def _has_cuda() -> bool:
-    import torch
-
-    return torch.cuda.is_available()

@@ -53,7 +53,9 @@ def test_adapter_reaches_what_perfgate_needs(pytester: pytest.Pytester, monkeypa
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(name, raising=False)
     pytester.makepyfile(test_adapter=ADAPTER_CHECKS)
-    result = pytester.runpytest_subprocess("-p", "perfgate.plugin", "-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess(
+        "-p", "perfgate.plugin", "-p", "no:cacheprovider", "-o", "perfgate=true"
+    )
     result.assert_outcomes(passed=2)
     result.stdout.no_fnmatch_line("*not used at all*")
 

@@ -203,6 +203,12 @@ def _report(args, hardware: Hardware, out, err, argv: Sequence[str]) -> int:
 
     print("reading runs...", file=err, flush=True)
     runs = [hardware.resolve(a) for a in args.runs] if args.runs else hardware.newest(1)
+    if not any(name.startswith("perf_tests/") for run in runs for name in run.benchmarks):
+        raise StoreError(
+            "perfgate report writes this repository's lab report (the torch.compile, SDPA and "
+            f"MXINT8 cases of its perf_tests/), and {runs[0].path} has none of them; for any "
+            "project's runs use perfgate compare or perfgate history"
+        )
     command = shlex.join(["perfgate", *argv])
     path, pngs = write_report(runs, args.out, not args.no_plots, err, command)
     print(f"wrote {path} and {len(pngs)} plots", file=out)

@@ -46,6 +46,15 @@ class AbOptions:
     pytest_args: list[str] = field(default_factory=list)
     thresholds: Thresholds = field(default_factory=Thresholds)
     out: Path = Path("perfgate-results") / "ab.json"
+    tests: list[str] | None = None  # test paths; None: perf_tests/ where it exists, else pytest's
+
+
+def test_paths(tree: Path, options: AbOptions) -> list[str]:
+    """The test paths a block runs: --tests, else this repository's perf_tests/ where the tree
+    has one, else none (pytest's own testpaths or the current folder)."""
+    if options.tests:
+        return list(options.tests)
+    return ["perf_tests"] if (tree / "perf_tests").is_dir() else []
 
 
 @dataclass(frozen=True)
@@ -98,11 +107,12 @@ def base_worktree(root: Path, commit: str) -> Iterator[Path]:
 
 
 def run_block(tree: Path, label: str, index: int, options: AbOptions, folder: Path) -> Run:
-    """One pytest session of ``tree``'s perf_tests; its results as a Run."""
+    """One pytest session of ``tree``'s test paths; its results as a Run."""
     report = folder / f"{label}-{index}.json"
     log = folder / f"{label}-{index}.log"
-    command = [sys.executable, "-m", "pytest", "perf_tests", "-q", "-p", "no:cacheprovider",
-               f"--benchmark-json={report}", *options.pytest_args]  # fmt: skip
+    command = [sys.executable, "-m", "pytest", *test_paths(tree, options), "-q",
+               "-p", "no:cacheprovider", f"--benchmark-json={report}",
+               *options.pytest_args]  # fmt: skip
     if options.expression:
         command += ["-k", options.expression]
     environment = {k: v for k, v in os.environ.items() if k not in XDIST_VARIABLES}
@@ -244,7 +254,7 @@ def options_from(args, pytest_args: list[str]) -> AbOptions:
     if rounds is not None and rounds < 1:
         raise AbError(f"--rounds-per-block {rounds}: give at least 1")
     return AbOptions(args.base_ref, args.expression, args.blocks, rounds, pytest_args,
-                     out=args.out)  # fmt: skip
+                     out=args.out, tests=args.tests)  # fmt: skip
 
 
 def add_parser(commands, parents: Sequence = ()) -> None:
@@ -258,9 +268,12 @@ def add_parser(commands, parents: Sequence = ()) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=list(parents),
     )
-    ab.usage = ("perfgate ab [-h] [-k EXPR] [--blocks B] [--rounds-per-block N] [--out FILE] "
-                "BASE_REF [-- PYTEST_ARG ...]")  # fmt: skip
+    ab.usage = ("perfgate ab [-h] [--tests PATH ...] [-k EXPR] [--blocks B] "
+                "[--rounds-per-block N] [--out FILE] BASE_REF [-- PYTEST_ARG ...]")  # fmt: skip
     ab.add_argument("base_ref", metavar="BASE_REF", help="commit or branch to compare with (A)")
+    ab.add_argument("--tests", nargs="+", metavar="PATH",
+                    help="test paths to run (default: perf_tests/ where the tree has one, else "
+                    "pytest's testpaths)")  # fmt: skip
     ab.add_argument("-k", dest="expression", metavar="EXPR", help="pytest -k selection")
     ab.add_argument("--blocks", type=int, default=5, metavar="B",
                     help="blocks per tree (default: %(default)s)")  # fmt: skip

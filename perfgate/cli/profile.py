@@ -14,6 +14,7 @@ DEFAULT_FOLDER = Path("perfgate-results/profile")
 TRACE_SUFFIX = ".trace.json"
 PYTEST_USAGE_ERROR = 4  # pytest's exit code for bad arguments, e.g. an unknown option
 PYTEST_NO_TESTS = 5  # pytest's exit code when nothing was collected
+NOTHING_PROFILED = 2  # the command's error status: pytest passed, but no case was profiled
 
 
 def pytest_command(test_id: str, folder: Path, extra: Sequence[str] = ()) -> list[str]:
@@ -45,6 +46,11 @@ def _no_profile_hint(returncode: int, folder: Path) -> str:
         return (
             "pytest found no test TEST_ID names, or rejected the arguments after -- (see its "
             "output above); list the ids with `pytest perf_tests --collect-only -q`"
+        )
+    if returncode == 0:
+        return (
+            "the case ran, but only cases timed by perfgate.timing (time_wall, time_device, as "
+            "this repository's perf_tests/ are) are profiled; perfgate profile is for those"
         )
     return f"nothing was written to {folder}; see the pytest output above"
 
@@ -98,4 +104,5 @@ def run_profile(
         )
     if not tables and not traces:
         print(f"perfgate: no profile written: {_no_profile_hint(returncode, folder)}", file=err)
+        return returncode or NOTHING_PROFILED
     return returncode

@@ -11,6 +11,8 @@ from pathlib import Path
 from perfgate import store
 from perfgate.benchmark import Run
 
+PYTEST_BENCHMARK_STORAGE = Path(".benchmarks")  # its default --benchmark-storage, <machine id>/
+
 
 class Hardware:
     """The hardware folder RUN arguments are looked up in, found only when first needed
@@ -19,9 +21,16 @@ class Hardware:
     def __init__(self, baselines: str | None, key: str | None):
         self.root = Path(baselines) if baselines else default_baselines_root()
         self._key = key
+        # another project, without a baselines/ folder: pytest-benchmark's own storage
+        self.storage = None
+        if baselines is None and key is None and not self.root.is_dir():
+            if PYTEST_BENCHMARK_STORAGE.is_dir():
+                self.storage = PYTEST_BENCHMARK_STORAGE.resolve()
 
     @property
     def folder(self) -> Path:
+        if self.storage is not None:
+            return self.storage
         if self._key is None:
             self._key = this_hardware_key()
         return self.root / self._key
@@ -81,9 +90,12 @@ def default_baselines_root() -> Path:
 
 
 def this_hardware_key() -> str:
-    """This machine's hardware key (imports torch, so only called when a key is needed)."""
-    import torch
-
+    """This machine's hardware key: its GPU where torch sees one, else its CPU (imports torch
+    where installed, so only called when a key is needed)."""
     from perfgate.machine import hardware_key
 
+    try:
+        import torch
+    except ImportError:  # perfgate without its torch extra: a CPU key
+        return hardware_key(use_cuda=False)
     return hardware_key(use_cuda=torch.cuda.is_available())

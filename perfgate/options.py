@@ -1,0 +1,177 @@
+"""Every option perfgate adds to pytest (all ``--perf-*``), its two ini settings, and the one
+question the plugin asks first: did this session ask for perfgate at all?
+
+A session asks by giving any ``--perf-*`` option, or through its project's pytest configuration
+(``perfgate = true``; this repository's pyproject.toml sets it). Unasked, perfgate changes
+nothing: pytest-benchmark stores, compares and reports as if perfgate were not installed. This
+module imports nothing but pytest, so an unasked session pays for nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+GATE_REPORT = "perfgate-results/gate.md"
+DEFAULT_CALLGRIND_REPEATS = 3
+DEFAULT_CALLGRIND_LAYOUTS = 3  # counting processes, each with another heap layout (callgrind.py)
+# registered in every session, so a project's marks never warn, asked or not
+MARKERS = (
+    "perfgate(family=None, threshold=None, ratios=()): experiment family, a regression threshold "
+    "(a fraction, 0.1 = 10%) and same-run ratios (perfgate.Ratio) for the perfgate gate",
+    "instructions: a host-overhead case counted by callgrind (--perf-measure instructions)",
+)
+# option destination -> its default: a session that gives any other value asked for perfgate
+DEFAULTS = {
+    "perf_gate": False,
+    "perf_gate_threshold": [],
+    "perf_gate_report": GATE_REPORT,
+    "perf_baselines": None,
+    "perf_measure": "time",
+    "perf_callgrind_repeats": DEFAULT_CALLGRIND_REPEATS,
+    "perf_callgrind_layouts": DEFAULT_CALLGRIND_LAYOUTS,
+    "perf_profile": None,
+    "perf_store_profiles": "saved",
+    "perf_lock_clocks": False,
+}
+
+
+def add(parser: pytest.Parser) -> None:
+    parser.addini(
+        "perfgate",
+        type="bool",
+        default=False,
+        help="perfgate on for every session of this project: its store, per-round data and "
+        "comparisons (--perf-gate still gates). Default: off until a --perf-* option is given",
+    )
+    parser.addini(
+        "perfgate_baselines",
+        default="",
+        help="root of per-hardware baseline folders (<root>/<hardware key>/), relative to the "
+        "ini file; default: pytest-benchmark's own storage (--benchmark-storage, .benchmarks)",
+    )
+    group = parser.getgroup(
+        "perfgate", "perfgate regression gate (any --perf-* option turns it on)"
+    )
+    _add_gate(group)
+    _add_store(group)
+    _add_measure(group)
+
+
+def _add_gate(group) -> None:
+    group.addoption(
+        "--perf-gate",
+        action="store_true",
+        help="gate on the newest saved run (implies --benchmark-compare): fail on confirmed, "
+        "significant regressions (exit 1); exit 6 when nothing could be gated",
+    )
+    group.addoption(
+        "--perf-gate-threshold",
+        action="append",
+        default=[],
+        metavar="[NAME=]FRACTION",
+        help="slowdown that counts, as a fraction: 0.15 for every test, sdpa=0.2 for a family or "
+        "a test function (any case; repeatable; default: from each case's measured noise, "
+        "README 'Thresholds'). A test's @pytest.mark.perfgate(threshold=...) wins",
+    )
+    group.addoption(
+        "--perf-gate-report",
+        default=GATE_REPORT,
+        help=f"markdown summary of the gate; a JSON twin is written beside it (default: "
+        f"{GATE_REPORT})",
+    )
+
+
+def _add_store(group) -> None:
+    group.addoption(
+        "--perf-baselines",
+        default=None,
+        metavar="DIR",
+        help="root of per-hardware baseline folders, DIR/<hardware key>/ (default: the ini "
+        "setting perfgate_baselines, else pytest-benchmark's storage)",
+    )
+    group.addoption(
+        "--perf-store-profiles",
+        choices=("saved", "always", "never"),
+        default="saved",
+        help="store a compact torch.profiler profile with each case timed by perfgate.timing, "
+        "taken after the whole session, so the gate can say which kernels a later regression "
+        "changed: saved (default: runs saved with --benchmark-save or --benchmark-autosave), "
+        "always (also --benchmark-json), never",
+    )
+
+
+def _add_measure(group) -> None:
+    group.addoption(
+        "--perf-measure",
+        choices=("time", "instructions"),
+        default="time",
+        help="time: the timed cases (default); instructions: only the cases marked "
+        "instructions, counted by callgrind (needs valgrind)",
+    )
+    group.addoption(
+        "--perf-callgrind-repeats",
+        type=int,
+        default=DEFAULT_CALLGRIND_REPEATS,
+        metavar="N",
+        help=f"counted repeats per instruction-count case (default {DEFAULT_CALLGRIND_REPEATS})",
+    )
+    group.addoption(
+        "--perf-callgrind-layouts",
+        type=int,
+        default=DEFAULT_CALLGRIND_LAYOUTS,
+        metavar="N",
+        help="callgrind processes run at once, each with another heap layout; a case keeps the "
+        f"fewest instructions of them (default {DEFAULT_CALLGRIND_LAYOUTS})",
+    )
+    group.addoption(
+        "--perf-profile",
+        default=None,
+        metavar="DIR",
+        help="profile each case timed by perfgate.timing with torch.profiler instead of timing "
+        "it: writes DIR/<test>.txt (top operators) and DIR/<test>.trace.json (Chrome trace)",
+    )
+    group.addoption(
+        "--perf-lock-clocks",
+        action="store_true",
+        help="lock the GPU clocks at base through NVML for the session and reset them after "
+        "(needs perfgate[gpu] and root; where not allowed, says so and goes on). Default: off",
+    )
+
+
+def asked(config: pytest.Config) -> bool:
+    """True when this session turns perfgate on: a --perf-* option, or ``perfgate = true``."""
+    if config.getini("perfgate"):
+        return True
+    return any(
+        getattr(config.option, dest, default) != default for dest, default in DEFAULTS.items()
+    )
+
+
+def baselines_root(config: pytest.Config) -> Path | None:
+    """The root of per-hardware folders: --perf-baselines (from the current folder), else the
+    ini setting perfgate_baselines (from the ini file's folder); None: pytest-benchmark's own."""
+    given = config.getoption("--perf-baselines")
+    if given:
+        return Path(given).expanduser().resolve()
+    configured = config.getini("perfgate_baselines")
+    if not configured:
+        return None
+    base = config.inipath.parent if config.inipath else config.rootpath
+    return (base / os.path.expanduser(configured)).resolve()
+
+
+def test_paths(config: pytest.Config) -> str:
+    """The session's test paths as the user gave them ("" for the current folder), for the
+    commands that perfgate prints: ``pytest tests/bench --benchmark-save=NAME``."""
+    here = config.invocation_params.dir
+    paths = [arg for arg in config.args if Path(arg).resolve() != here.resolve()]
+    shown = []
+    for path in paths:
+        try:
+            shown.append(str(Path(path).resolve().relative_to(here.resolve())))
+        except ValueError:
+            shown.append(path)
+    return " ".join(shown)

@@ -1,0 +1,143 @@
+"""perfgate as another project meets it: installed, nothing changes until a session asks for it
+(a --perf-* option, or ``perfgate = true``); asked, it gates that project's benchmarks in its
+own pytest-benchmark storage and names its own test paths. The project here has no perfgate
+configuration, a conftest with its own --device option, and pytest-benchmark's conventions."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+from test_plugin import BENCHMARK, GATE_NOT_RUN, virtual_clock_project
+
+# another project's conftest: its own --device option, as kornia's and many others' have
+CONFTEST = """
+def pytest_addoption(parser):
+    parser.addoption("--device", default="cpu", help="the project's own device option")
+"""
+NO_TORCH = """
+import sys
+
+def test_torch_was_not_imported():
+    assert "torch" not in sys.modules and "triton" not in sys.modules
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    project = virtual_clock_project(pytester, monkeypatch, test_bench=BENCHMARK)
+    project.makeconftest(CONFTEST)
+    project.makeini("[pytest]\nfilterwarnings =\n    error\n")
+    return project
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(
+        "-p", "perfgate.plugin", "-p", "no:cacheprovider",
+        "--benchmark-timer=virtual_clock.clock", "--device=cpu", *args,
+    )  # fmt: skip
+
+
+def runs_in(folder: Path) -> list[Path]:
+    return sorted(folder.rglob("0*.json"))
+
+
+def output_of(result: pytest.RunResult) -> str:
+    return result.stdout.str() + result.stderr.str()
+
+
+# --- unasked: pytest-benchmark as if perfgate were absent ---------------------------------------
+def test_unasked_saves_compare_and_compare_fail_are_pytest_benchmarks(project, monkeypatch):
+    result = run(project, "--benchmark-autosave")
+    assert result.ret == 0, output_of(result)
+    assert "Saved benchmark data in:" in result.stderr.str()
+    [saved] = runs_in(project.path / ".benchmarks")
+    assert not (project.path / "baselines").exists()
+    assert "data" not in json.loads(saved.read_text())["benchmarks"][0]["stats"]  # not forced
+    assert "perfgate" not in json.loads(saved.read_text())["machine_info"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(saved.stat().st_mode) == 0o666 & ~umask
+
+    monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.010")  # 5x slower
+    result = run(project, "--benchmark-compare", "--benchmark-compare-fail=min:5%")
+    assert result.ret == 1, output_of(result)
+    assert "Performance has regressed" in output_of(result)
+    assert "perfgate:" not in output_of(result) and "perfgate gate" not in output_of(result)
+
+
+def test_unasked_min_rounds_does_not_warn_under_filterwarnings_error(project):
+    result = run(project, "--benchmark-min-rounds=3")
+    assert result.ret == 0, output_of(result)
+    assert "perfgate:" not in output_of(result) and "perfgate gate" not in output_of(result)
+
+
+def test_unasked_session_imports_no_torch_and_lists_no_suite_fixtures(project):
+    project.makepyfile(test_no_torch=NO_TORCH)
+    assert run(project, "test_no_torch.py").ret == 0
+    fixtures = output_of(run(project, "--fixtures"))
+    for name in ("bench_device", "perf_tier", "perf_budget", "copy_roofline"):
+        assert name not in fixtures
+
+
+def test_without_pytest_benchmark_nothing_breaks(project):
+    project.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = project.runpytest_subprocess("-p", "perfgate.plugin", "-p", "no:benchmark",
+                                          "--device=cpu", "test_plain.py")  # fmt: skip
+    assert result.ret == 0, output_of(result)
+    assert "INTERNALERROR" not in output_of(result)
+    result = project.runpytest_subprocess(
+        "-p", "perfgate.plugin", "-p", "no:benchmark", "--perf-gate", "test_plain.py"
+    )
+    assert result.ret == GATE_NOT_RUN and "pytest-benchmark is not loaded" in output_of(result)
+
+
+# --- asked: the project's storage, its paths ---------------------------------------------------
+def test_asked_gate_uses_the_projects_storage_and_paths(project, monkeypatch):
+    result = run(project, "--perf-gate", "test_bench.py")
+    assert result.ret == GATE_NOT_RUN, output_of(result)
+    assert "record one with `pytest test_bench.py --benchmark-save=NAME`" in output_of(result)
+
+    assert run(project, "--benchmark-autosave").ret == 0  # pytest-benchmark's own run
+    project.makepyfile(test_no_torch=NO_TORCH)
+    result = run(project, "--perf-gate", "test_bench.py", "test_no_torch.py")
+    assert result.ret == GATE_NOT_RUN, output_of(result)  # its run has no per-round data
+    assert "record the baseline again with `--benchmark-save`" in output_of(result)
+
+    storage = "--benchmark-storage=.benchmarks"  # a plain path, as pytest-benchmark takes it
+    saving = ("--perf-gate-threshold=0.5", "--benchmark-save=base", storage)
+    assert run(project, *saving).ret == 0
+    assert [p.name for p in runs_in(project.path / ".benchmarks")][-1] == "0002_base.json"
+    assert not (project.path / "baselines").exists()
+    result = run(project, "--perf-gate", "test_bench.py", "test_no_torch.py")
+    assert result.ret == 0, output_of(result)  # torch stays out of a gated session too
+
+    monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.010")
+    result = run(project, "--perf-gate", "test_bench.py")
+    assert result.ret == 1, output_of(result)
+    assert "Confirmed regressions" in output_of(result)
+    assert "profiling" not in output_of(result)  # nothing here is timed by perfgate.timing
+
+
+def test_the_command_line_finds_this_machines_key_without_torch(monkeypatch):
+    from perfgate.cli.runs import this_hardware_key
+    from perfgate.machine import hardware_key
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # perfgate installed without perfgate[torch]
+    assert this_hardware_key() == hardware_key(use_cuda=False)
+
+
+def test_the_command_line_reads_the_projects_pytest_benchmark_storage(project, monkeypatch):
+    from perfgate.cli import main
+
+    for name in ("first", "second"):  # asked (a --perf-* option): per-round data saved
+        assert run(project, "--perf-gate-threshold=0.5", f"--benchmark-save={name}").ret == 0
+    monkeypatch.chdir(project.path)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["compare"], out=out, err=err) == 0, err.getvalue()
+    assert "0001_first" in out.getvalue() + err.getvalue() and "test_work" in out.getvalue()
