@@ -276,7 +276,7 @@ def test_profile_that_writes_nothing_from_a_passing_run_fails_and_says_why(tmp_p
     with pytest.MonkeyPatch.context() as patch:  # the stand-in writes nothing into a file "folder"
         patch.setattr(profile, "_files", lambda folder: {})
         status, _, err = perfgate(
-            "profile", "tests/test_x.py::test_y", "--out", str(profile_folder)
+            "profile", "tests/test_cli.py::test_y", "--out", str(profile_folder)
         )
     assert status == 2
     assert "only cases timed by perfgate.timing" in err

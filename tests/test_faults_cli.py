@@ -148,12 +148,6 @@ def test_save_under_xdist_is_refused_before_running(bench_project):  # noqa: F81
     assert not (bench_project.path / "ran").exists()
 
 
-def test_benchmark_timer_is_said_to_be_ignored_by_perfgate_timing(bench_project):  # noqa: F811
-    result = run(bench_project)  # run() passes --benchmark-timer for the virtual clock
-    output = result.stdout.str() + result.stderr.str()
-    assert result.ret == 0 and "--benchmark-timer is ignored by cases timed with" in output
-
-
 # pytest in place: prints a line, then interrupts its parent (the perfgate command) and hangs
 INTERRUPTS_PARENT = """
 import os, signal, sys, time

@@ -47,10 +47,12 @@ def test_the_host_allocator_setting_is_saved_with_the_run(suite_project, option,
     assert facts["tier"] == "default" and facts["hardware_key"] in str(saved_runs(suite_project)[0])
 
 
-def test_ignored_benchmark_options_warn(suite_project):
-    result = run(suite_project, "--benchmark-min-rounds=50", "-W", "default")
+@pytest.mark.parametrize("option", ["--benchmark-min-rounds=50", "--benchmark-timer=time.time"])
+def test_ignored_benchmark_options_warn(suite_project, option):
+    result = run(suite_project, option, "-W", "default")
     assert result.ret == 0
-    assert "--benchmark-min-rounds is ignored" in result.stdout.str() + result.stderr.str()
+    name = option.split("=")[0]
+    assert f"{name} is ignored by cases timed with" in result.stdout.str() + result.stderr.str()
 
 
 def test_out_of_memory_skips_the_case_and_the_run_goes_on(suite_project):
