@@ -5,6 +5,10 @@ Not for real runs. ``pytest perf_tests -p tools.slowdown_plugin --perf-gate`` wi
 - ``dequantize-twice``: the Triton dequantization kernel is launched twice per call.
 - ``sdpa-15``: every fused attention call does 15 % more work (an extra call on a 15 % slice).
 - ``cpu-25``: every call timed on the CPU sleeps for a quarter of its own duration.
+- ``gpu-sleep-N``: every timed CUDA call is followed by ``torch.cuda._sleep`` sized at N % of the
+  case's own per-call time (measured first: CUDA-graph device time for kernels, synchronized wall
+  time for models). The sleep's own device time is saved in ``extra_info["injected_s"]`` so the
+  real size can be read against an uninjected run (the nightly's A/B: load this plugin in B only).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import os
 import time
 
+import torch
 import torch.nn.functional as F
 
 import kernels.mxint8
@@ -21,8 +26,65 @@ import perfgate.timing
 MODE = os.environ.get("PERFGATE_SLOWDOWN", "")
 
 
+def _sleep_cycles_per_second() -> float:
+    """SM cycles that torch.cuda._sleep spins per second, at the clock it runs at now."""
+    cycles = 2_000_000
+    torch.cuda._sleep(cycles)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(cycles)
+    end.record()
+    end.synchronize()
+    return cycles / (start.elapsed_time(end) / 1000.0)
+
+
+def _with_sleep(fn, cycles: int):
+    def call():
+        result = fn()
+        torch.cuda._sleep(cycles)
+        return result
+
+    return call
+
+
+def _sleep_seconds(cycles: int, device) -> float:
+    return perfgate.timing.graph_seconds_per_call([lambda: torch.cuda._sleep(cycles)], device)
+
+
+def _install_gpu_sleep(fraction: float) -> None:
+    original_device, original_wall = perfgate.timing.time_device, perfgate.timing.time_wall
+
+    def time_device(benchmark, calls, device, budget):
+        if device.type != "cuda" or benchmark.disabled:
+            return original_device(benchmark, calls, device, budget)
+        per_call = perfgate.timing.graph_seconds_per_call(calls, device)
+        cycles = max(1, int(fraction * per_call * _sleep_cycles_per_second()))
+        facts = original_device(benchmark, [_with_sleep(c, cycles) for c in calls], device, budget)
+        return facts | {"injected_s": _sleep_seconds(cycles, device), "uninjected_s": per_call}
+
+    def time_wall(benchmark, fn, device, budget):
+        if device.type != "cuda" or benchmark.disabled:
+            return original_wall(benchmark, fn, device, budget)
+        per_call = perfgate.timing.seconds_per_call(fn, device, calls=10)
+        cycles = max(1, int(fraction * per_call * _sleep_cycles_per_second()))
+        facts = original_wall(benchmark, _with_sleep(fn, cycles), device, budget)
+        return facts | {"injected_s": _sleep_seconds(cycles, device), "uninjected_s": per_call}
+
+    import perf_tests.test_compile
+    import perf_tests.test_mxint8
+    import perf_tests.test_sdpa
+
+    for module in (perf_tests.test_compile, perf_tests.test_mxint8, perf_tests.test_sdpa):
+        if hasattr(module, "time_wall"):
+            module.time_wall = time_wall
+        if hasattr(module, "time_device"):
+            module.time_device = time_device
+
+
 def pytest_configure(config) -> None:
-    if MODE == "dequantize-twice":
+    if MODE.startswith("gpu-sleep-"):
+        _install_gpu_sleep(float(MODE.removeprefix("gpu-sleep-")) / 100.0)
+    elif MODE == "dequantize-twice":
         original = kernels.mxint8.dequantize
 
         def dequantize_twice(mantissa, scales, group_size=32):
