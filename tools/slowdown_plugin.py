@@ -13,6 +13,7 @@ Not for real runs. ``pytest perf_tests -p tools.slowdown_plugin --perf-gate`` wi
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -51,6 +52,22 @@ def _sleep_seconds(cycles: int, device) -> float:
     return perfgate.timing.graph_seconds_per_call([lambda: torch.cuda._sleep(cycles)], device)
 
 
+def _cycles_for(seconds: float, device) -> int:
+    """Sleep cycles that add ``seconds`` per call, less the cost of one more kernel node."""
+    node = _sleep_seconds(1, device)
+    return max(1, int((seconds - node) * _sleep_cycles_per_second()))
+
+
+def _injected(benchmark, cycles: int, per_call: float, device) -> dict:
+    """The sleep's own device time per call next to the case's uninjected time; one line per
+    case in $PERFGATE_SLOWDOWN_LOG too (an A/B keeps no block's JSON)."""
+    facts = {"injected_s": _sleep_seconds(cycles, device), "uninjected_s": per_call}
+    if log := os.environ.get("PERFGATE_SLOWDOWN_LOG"):
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"name": benchmark.name, **facts}) + "\n")
+    return facts
+
+
 def _install_gpu_sleep(fraction: float) -> None:
     original_device, original_wall = perfgate.timing.time_device, perfgate.timing.time_wall
 
@@ -58,17 +75,17 @@ def _install_gpu_sleep(fraction: float) -> None:
         if device.type != "cuda" or benchmark.disabled:
             return original_device(benchmark, calls, device, budget)
         per_call = perfgate.timing.graph_seconds_per_call(calls, device)
-        cycles = max(1, int(fraction * per_call * _sleep_cycles_per_second()))
+        cycles = _cycles_for(fraction * per_call, device)
         facts = original_device(benchmark, [_with_sleep(c, cycles) for c in calls], device, budget)
-        return facts | {"injected_s": _sleep_seconds(cycles, device), "uninjected_s": per_call}
+        return facts | _injected(benchmark, cycles, per_call, device)
 
     def time_wall(benchmark, fn, device, budget):
         if device.type != "cuda" or benchmark.disabled:
             return original_wall(benchmark, fn, device, budget)
         per_call = perfgate.timing.seconds_per_call(fn, device, calls=10)
-        cycles = max(1, int(fraction * per_call * _sleep_cycles_per_second()))
+        cycles = _cycles_for(fraction * per_call, device)
         facts = original_wall(benchmark, _with_sleep(fn, cycles), device, budget)
-        return facts | {"injected_s": _sleep_seconds(cycles, device), "uninjected_s": per_call}
+        return facts | _injected(benchmark, cycles, per_call, device)
 
     import perf_tests.test_compile
     import perf_tests.test_mxint8
