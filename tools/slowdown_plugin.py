@@ -7,8 +7,9 @@ Not for real runs. ``pytest perf_tests -p tools.slowdown_plugin --perf-gate`` wi
 - ``cpu-25``: every call timed on the CPU sleeps for a quarter of its own duration.
 - ``gpu-sleep-N``: every timed CUDA call is followed by ``torch.cuda._sleep`` sized at N % of the
   case's own per-call time (measured first: CUDA-graph device time for kernels, synchronized wall
-  time for models). The sleep's own device time is saved in ``extra_info["injected_s"]`` so the
-  real size can be read against an uninjected run (the nightly's A/B: load this plugin in B only).
+  time for models), net of the extra kernel node's cost. What it added, measured right there
+  against the same calls without it, is saved as ``extra_info["injected_fraction"]`` (and logged
+  to ``PERFGATE_SLOWDOWN_LOG``). For the nightly's A/B, load this plugin in B only.
 """
 
 from __future__ import annotations
@@ -48,20 +49,21 @@ def _with_sleep(fn, cycles: int):
     return call
 
 
-def _sleep_seconds(cycles: int, device) -> float:
-    return perfgate.timing.graph_seconds_per_call([lambda: torch.cuda._sleep(cycles)], device)
+def _sized(fraction: float, seconds_with) -> tuple[int, dict]:
+    """Sleep cycles that add ``fraction`` of a call's time, and what they added, measured the
+    way the case is timed: ``seconds_with(cycles)`` (None: no sleep). A first try sized from the
+    sleep's cycle rate shows the extra kernel node's own cost, which the second try leaves out."""
+    base = seconds_with(None)
+    rate = _sleep_cycles_per_second()
+    cycles = max(1, int(fraction * base * rate))
+    node = seconds_with(cycles) - base - cycles / rate
+    cycles = max(1, int((fraction * base - node) * rate))
+    added = seconds_with(cycles) / base - 1.0
+    return cycles, {"uninjected_s": base, "injected_fraction": added, "injected_cycles": cycles}
 
 
-def _cycles_for(seconds: float, device) -> int:
-    """Sleep cycles that add ``seconds`` per call, less the cost of one more kernel node."""
-    node = _sleep_seconds(1, device)
-    return max(1, int((seconds - node) * _sleep_cycles_per_second()))
-
-
-def _injected(benchmark, cycles: int, per_call: float, device) -> dict:
-    """The sleep's own device time per call next to the case's uninjected time; one line per
-    case in $PERFGATE_SLOWDOWN_LOG too (an A/B keeps no block's JSON)."""
-    facts = {"injected_s": _sleep_seconds(cycles, device), "uninjected_s": per_call}
+def _log(benchmark, facts: dict) -> dict:
+    """One line per case in $PERFGATE_SLOWDOWN_LOG (an A/B keeps no block's JSON)."""
     if log := os.environ.get("PERFGATE_SLOWDOWN_LOG"):
         with open(log, "a", encoding="utf-8") as out:
             out.write(json.dumps({"name": benchmark.name, **facts}) + "\n")
@@ -74,18 +76,27 @@ def _install_gpu_sleep(fraction: float) -> None:
     def time_device(benchmark, calls, device, budget):
         if device.type != "cuda" or benchmark.disabled:
             return original_device(benchmark, calls, device, budget)
-        per_call = perfgate.timing.graph_seconds_per_call(calls, device)
-        cycles = _cycles_for(fraction * per_call, device)
-        facts = original_device(benchmark, [_with_sleep(c, cycles) for c in calls], device, budget)
-        return facts | _injected(benchmark, cycles, per_call, device)
+
+        def seconds_with(cycles):
+            wrapped = calls if cycles is None else [_with_sleep(c, cycles) for c in calls]
+            return perfgate.timing.graph_seconds_per_call(wrapped, device)
+
+        cycles, facts = _sized(fraction, seconds_with)
+        wrapped = [_with_sleep(c, cycles) for c in calls]
+        return original_device(benchmark, wrapped, device, budget) | _log(benchmark, facts)
 
     def time_wall(benchmark, fn, device, budget):
         if device.type != "cuda" or benchmark.disabled:
             return original_wall(benchmark, fn, device, budget)
-        per_call = perfgate.timing.seconds_per_call(fn, device, calls=10)
-        cycles = _cycles_for(fraction * per_call, device)
-        facts = original_wall(benchmark, _with_sleep(fn, cycles), device, budget)
-        return facts | _injected(benchmark, cycles, per_call, device)
+
+        def seconds_with(cycles):
+            timed = fn if cycles is None else _with_sleep(fn, cycles)
+            return perfgate.timing.seconds_per_call(timed, device, calls=20)
+
+        cycles, facts = _sized(fraction, seconds_with)
+        return original_wall(benchmark, _with_sleep(fn, cycles), device, budget) | _log(
+            benchmark, facts
+        )
 
     import perf_tests.test_compile
     import perf_tests.test_mxint8
