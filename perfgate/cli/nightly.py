@@ -64,13 +64,17 @@ def ab_reason(row: dict, screen: float, target: float) -> str | None:
     return None
 
 
-def run_stored_comparison(options: NightlyOptions, err) -> int:
+def stored_comparison_command(options: NightlyOptions) -> list[str]:
     """``pytest perf_tests --perf-gate`` writing gate.md/.json, nightly.json and junit.xml."""
     results = options.results
-    command = [sys.executable, "-m", "pytest", "perf_tests", "--perf-gate",
-               f"--perf-gate-report={results / 'gate.md'}",
-               f"--benchmark-json={results / 'nightly.json'}",
-               f"--junitxml={results / 'junit.xml'}", *options.pytest_args]  # fmt: skip
+    return [sys.executable, "-m", "pytest", "perf_tests", "--perf-gate",
+            f"--perf-gate-report={results / 'gate.md'}",
+            f"--benchmark-json={results / 'nightly.json'}",
+            f"--junitxml={results / 'junit.xml'}", *options.pytest_args]  # fmt: skip
+
+
+def run_stored_comparison(options: NightlyOptions, err) -> int:
+    command = stored_comparison_command(options)
     print("stored comparison: " + " ".join(command[1:]), file=err, flush=True)
     return subprocess.run(command).returncode
 
@@ -181,6 +185,10 @@ def write(night: list[NightRow], options: NightlyOptions, commit: str, failed: i
     data = {"base_commit": commit, "blocks": options.blocks, "target": options.target,
             "screen": options.screen, "failing_tests": failed, "cases": rows}  # fmt: skip
     (options.results / "nightly-verdicts.json").write_text(json.dumps(data, indent=2) + "\n")
+    # the gate's row format with the night's verdicts, for perfgate dashboard --gate
+    gate = [{"name": r.name, "verdict": r.verdict, "message": r.message,
+             "change_percent": r.change_percent} for r in night]  # fmt: skip
+    (options.results / "nightly-gate.json").write_text(json.dumps(gate, indent=2) + "\n")
 
 
 def add_parser(commands, percent) -> None:

@@ -19,6 +19,7 @@ class NightRow:
     ab: str | None  # the A/B's verdict, ratio and interval; None when it did not run the case
     why_ab: str | None  # why the case went to the A/B
     message: str
+    change_percent: float | None = None  # from the comparison that decided (the stored one else)
 
 
 def _stored(row: dict) -> str:
@@ -38,23 +39,23 @@ def decide(rows: list[dict], reasons: dict[str, str], verdicts: dict) -> list[Ni
     comparison's. A case the A/B could not compare is not gated, with the A/B's reason."""
     night = []
     for row in rows:
-        name, stored = row["name"], _stored(row)
+        name, stored, change = row["name"], _stored(row), row.get("change_percent")
         why = reasons.get(name)
+        result = verdicts.get(name)
         if why is None:
             decided = STORED if row["gated"] else None
-            verdict = row["verdict"]
-            night.append(NightRow(name, verdict, decided, stored, None, None, row["message"]))
-            continue
-        result = verdicts.get(name)
-        if result is None:
+            fields = (row["verdict"], decided, stored, None, None, row["message"], change)
+        elif result is None:
             message = "not gated: the A/B did not run it in both trees"
-            night.append(NightRow(name, "not gated", None, stored, None, why, message))
+            fields = ("not gated", None, stored, None, why, message, change)
         elif result.verdict in AB_VERDICTS:
-            verdict = AB_VERDICTS[result.verdict]
-            night.append(NightRow(name, verdict, AB, stored, _ab(result), why, result.message))
+            change = result.comparison.change_percent
+            fields = (AB_VERDICTS[result.verdict], AB, stored, _ab(result), why, result.message,
+                      change)  # fmt: skip
         else:
             message = f"not gated: A/B {result.message}"
-            night.append(NightRow(name, "not gated", None, stored, _ab(result), why, message))
+            fields = ("not gated", None, stored, _ab(result), why, message, change)
+        night.append(NightRow(name, *fields))
     order = ["regression", "not gated", "new", "not run", "improvement", "unchanged"]
     return sorted(night, key=lambda r: (order.index(r.verdict) if r.verdict in order else 9,
                                         r.name))  # fmt: skip
