@@ -147,3 +147,31 @@ def test_failing_tests_are_read_from_junit(tmp_path):
     junit = tmp_path / "junit.xml"
     junit.write_text('<testsuites><testsuite failures="1" errors="1"/></testsuites>')
     assert failing_tests(junit) == 2 and failing_tests(tmp_path / "none.xml") == 0
+
+
+def test_the_whole_night_stored_comparison_then_ab_against_the_baselines_commit(repo, tmp_path):
+    # the baseline is saved at the first commit; a commit makes the case 50 % slower; the night
+    # compares with the stored baseline, hands the flagged case to the A/B against the commit
+    # the baseline recorded (commit_info), which confirms it
+    saved = pytest_run(repo, "perf_tests", "--benchmark-save=base", CLOCK)
+    assert saved.returncode == 0, saved.stdout
+    commit(repo, "the baseline")  # baselines/ is part of the tree; A's commit is the one before
+    (repo / "cost.txt").write_text("0.0015")
+    commit(repo, "50 % slower")
+    results = tmp_path / "results"
+    status, out, err = perfgate("nightly", "--results", str(results), "--blocks", "3", "--", CLOCK)
+    assert status == 1, out + err
+    case = verdicts(results)[WORK]
+    assert case["verdict"] == "regression" and case["decided_by"] == "A/B"
+    assert case["why_ab"].startswith("stored comparison: ")  # flagged there first
+    assert (results / "gate.md").is_file() and (results / "nightly.json").is_file()
+    base = json.loads((results / "ab.json").read_text())["base_commit"]
+    assert base == git(repo, "rev-parse", "HEAD~2").strip()
+
+
+def pytest_run(root: Path, *argv: str):
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *argv]
+    return subprocess.run(command, cwd=root, capture_output=True, text=True)
