@@ -21,6 +21,7 @@ from perfgate.counters import (
     is_instructions,
 )
 from perfgate.stats import MIN_ROUNDS, Comparison, compare_samples
+from perfgate.verdict.clocks import clocks_note
 from perfgate.verdict.noise import case_threshold
 from perfgate.verdict.pairing import (
     declarations_of,
@@ -77,11 +78,6 @@ class GateResult:
 
 # MEASURE.md: when the host enqueues no faster than the GPU runs, per-call time follows host
 # jitter; such a case is reported, never gated on device-time noise.
-# A case whose rounds ran at reduced clocks (nvml.RoundClocks) more often than this is marked
-# power-limited. It is still gated: the H100 holds its compute-heavy kernels below the top clock
-# by power every time, by design (issue 23), so dropping them would leave them ungated for good.
-# The mark explains a change; the nightly's interleaved A/B (perfgate nightly) confirms them.
-REDUCED_CLOCK_SHARE = 0.2
 HOST_BOUND = "host-bound (host enqueue >= 80 % of device time): its time follows host jitter"
 
 
@@ -158,20 +154,6 @@ def _merged(current: Run, confirmation: Run | None) -> Run:
 def _severity(result: GateResult) -> tuple[int, float, str]:
     change = abs(result.comparison.change_percent) if result.comparison else 0.0
     return list(Verdict).index(result.verdict), -change, result.name
-
-
-def clocks_note(before: Benchmark, now: Benchmark) -> str | None:
-    """'power-limited: ...' when the baseline or the current run ran more than
-    REDUCED_CLOCK_SHARE of its rounds below 95 % of its highest SM clock, else None."""
-    parts = []
-    for side, benchmark in (("baseline", before), ("current run", now)):
-        reduced = benchmark.extra_info.get("reduced_clock_rounds") or 0
-        if benchmark.samples and reduced > REDUCED_CLOCK_SHARE * len(benchmark.samples):
-            parts.append(
-                f"the {side} ran {reduced} of {len(benchmark.samples)} rounds below 95 % of its "
-                "highest SM clock"
-            )
-    return "power-limited: " + "; ".join(parts) if parts else None
 
 
 def _judge_one(
