@@ -30,7 +30,7 @@ from kernels.mxint8 import (
     triton_available_for,
     tuned_config,
 )
-from kernels.mxint8.tuning import chosen_path
+from kernels.mxint8.tuning import chosen_path, config_source
 from perf_tests.models import BERT_BASE, BERT_SMALL, EncoderClassifier, quantize_linears
 from perfgate.timing import (
     graph_seconds_per_call,
@@ -213,6 +213,7 @@ def test_linear(
         benchmark.extra_info["code_path"] = (
             f"{chosen_path(*problem, device)} {tuned_config(*problem)}"
         )
+        benchmark.extra_info["config_source"] = config_source(*problem)
 
 
 def make_linear(dense: nn.Linear, implementation: str, dtype: torch.dtype) -> nn.Module:

@@ -163,6 +163,7 @@ def test_other_block_shapes_match_reference(config, device):
 @requires_interpreter
 def test_autotuned_launch_times_only_the_candidates_and_runs_the_fastest(monkeypatch):
     # The CUDA path, minus CUDA: the interpreter runs the chosen config; timing is faked
+    monkeypatch.setenv(tuning.AUTOTUNE_VARIABLE, "1")
     autotuner = tuning.AUTOTUNED_KERNEL
     monkeypatch.setattr(autotuner, "cache", {})
     monkeypatch.setattr(tuning, "_tuned", {})
@@ -182,6 +183,7 @@ def test_autotuned_launch_times_only_the_candidates_and_runs_the_fastest(monkeyp
     candidates = fl.candidate_configs(m, n, k)
     assert len(timed) == len(candidates) > 1
     assert fl.tuned_config(m, n, k, 32) == candidates[0]
+    assert tuning.config_source(m, n, k, 32) == "autotuned"
     assert any(c.split_k > 1 for c in candidates)
     assert_close_to_reference(out, x, mantissa, scales, bias, 32)
 
@@ -193,6 +195,56 @@ def test_autotuned_launch_times_only_the_candidates_and_runs_the_fastest(monkeyp
     again = torch.empty(m, n, dtype=torch.bfloat16)
     tuning.run_tuned(x, mantissa, scales, bias, again, 32)
     assert torch.equal(again, out)
+
+
+def forbid_autotuning(monkeypatch) -> None:
+    def no_autotuner(*args, **kwargs):
+        raise AssertionError("the autotuner ran without MXINT8_AUTOTUNE=1")
+
+    monkeypatch.delenv(tuning.AUTOTUNE_VARIABLE, raising=False)
+    monkeypatch.setattr(tuning.AUTOTUNED_KERNEL, "run", no_autotuner)
+    monkeypatch.setattr(tuning, "_tuned", {})
+
+
+@requires_interpreter
+def test_the_committed_table_config_runs_by_default_without_autotuning(monkeypatch):
+    forbid_autotuning(monkeypatch)
+    m, n, k = 3, 200, 2048
+    pinned = fl.LinearConfig(16, 64, 128, split_k=2)
+    table = {"cpu": {tuning.table_key(m, n, k, 32): pinned}}  # keyed by device name on the CPU
+    monkeypatch.setattr(tuning, "config_table", lambda: table)
+    mantissa, scales = quantized_weight(n, k, 32)
+    x = activations((m, k), torch.bfloat16)
+    bias = torch.randn(n)
+    out = torch.empty(m, n, dtype=torch.bfloat16)
+    tuning.run_tuned(x, mantissa, scales, bias, out, 32)
+    assert fl.tuned_config(m, n, k, 32) == pinned
+    assert tuning.config_source(m, n, k, 32) == "table cpu"
+    assert_close_to_reference(out, x, mantissa, scales, bias, 32)
+
+
+@requires_interpreter
+def test_a_problem_outside_the_table_runs_the_default_config_without_autotuning(monkeypatch):
+    forbid_autotuning(monkeypatch)
+    monkeypatch.setattr(tuning, "config_table", lambda: {"cpu": {}})
+    m, n, k = 5, 72, 512
+    mantissa, scales = quantized_weight(n, k, 32)
+    x = activations((m, k), torch.bfloat16)
+    out = torch.empty(m, n, dtype=torch.bfloat16)
+    tuning.run_tuned(x, mantissa, scales, None, out, 32)
+    assert fl.tuned_config(m, n, k, 32) == tuning.default_config(m, n, k)
+    assert tuning.default_config(m, n, k) in fl.candidate_configs(m, n, k)
+    assert tuning.config_source(m, n, k, 32) == "default"
+    assert_close_to_reference(out, x, mantissa, scales, None, 32)
+
+
+def test_every_committed_table_entry_is_a_candidate_of_its_problem():
+    table = tuning.config_table()
+    assert table, f"{tuning.TABLE_PATH} holds no configs"
+    for gpu, entries in table.items():
+        for key, config in entries.items():
+            bucket, n, k = (int(part) for part in key.split("/")[0].split("x"))
+            assert config in fl.candidate_configs(bucket, n, k), (gpu, key, config)
 
 
 @pytest.mark.parametrize("m", [1, 16, 17, 64, 100, 256, 300, 512, 4096])

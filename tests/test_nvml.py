@@ -201,14 +201,22 @@ def test_pytest_benchmark_reads_the_timer_twice_per_round(pytester, monkeypatch)
     result.assert_outcomes(passed=1)
 
 
-def test_a_case_with_many_reduced_clock_rounds_is_not_gated():
+def test_a_power_limited_case_is_gated_and_its_clocks_explain_the_verdict():
+    # the H100 holds its largest kernels below the top clock by power in every run: still gated
     extra = {"reduced_clock_rounds": 9}
-    baseline, current = single("test_k", rounds(1)), single("test_k", rounds(2), extra=extra)
-    (result,) = judge([baseline], current)
-    assert result.verdict is Verdict.NOT_GATED
-    assert "current run ran 9 of 30 rounds at reduced SM clocks" in result.message
-    (few,) = judge([baseline], single("test_k", rounds(2), extra={"reduced_clock_rounds": 6}))
-    assert few.verdict.gated  # 6 of 30 is within the 20 % allowed
+    baseline = single("test_k", rounds(1), extra={"reduced_clock_rounds": 30})
+    (same,) = judge([baseline], single("test_k", rounds(1), extra=extra))
+    assert same.verdict is Verdict.UNCHANGED and same.verdict.gated
+    assert same.clocks == (
+        "power-limited: the baseline ran 30 of 30 rounds below 95 % of its highest SM clock; "
+        "the current run ran 9 of 30 rounds below 95 % of its highest SM clock"
+    )
+    assert same.clocks in same.details
+    (slower,) = judge([baseline], single("test_k", rounds(2, slowdown=1.5), extra=extra))
+    assert slower.verdict is Verdict.UNCONFIRMED and slower.clocks.startswith("power-limited")
+    few_reduced = single("test_k", rounds(2), extra={"reduced_clock_rounds": 6})
+    (few,) = judge([single("test_k", rounds(1))], few_reduced)
+    assert few.verdict.gated and few.clocks is None  # 6 of 30 is within the 20 % allowed
 
 
 def test_lock_and_reset_through_nvml(fake_pynvml):

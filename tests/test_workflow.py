@@ -94,16 +94,26 @@ def test_gate_step_fails_the_job_when_the_gate_fails():
     environment = re.search(r"tox -e ([\w-]+)", gate["run"]).group(1)
     commands = tox_environments().get(environment)
     assert commands is not None, f"workflow calls tox -e {environment}, which tox.ini lacks"
-    assert "--perf-gate" in commands
+    assert "python -m perfgate nightly" in commands  # the stored comparison, then the A/B
     # tox's exit status is the step's: nothing may swallow it
     assert not gate.get("continue-on-error", False)
     assert not re.search(r"\|\|\s*(true|:)|set \+e", gate["run"])
 
 
 def test_gate_writes_its_summary_and_json_where_the_workflow_publishes_them():
+    from perfgate.cli.nightly import NightlyOptions, stored_comparison_command
+
     commands = tox_environments()["gpu-nightly"]
-    assert "--perf-gate-report {toxinidir}/perfgate-results/gate.md" in commands
-    assert re.search(r"--benchmark-json \{toxinidir\}/perfgate-results/\S+\.json", commands)
+    assert "--results {toxinidir}/perfgate-results" in commands
+    assert re.search(r"-- \\\s+--device cuda --perf-tier full", commands)
+    command = stored_comparison_command(NightlyOptions(results=Path("perfgate-results")))
+    assert "--perf-gate" in command and "--perf-gate-report=perfgate-results/gate.md" in command
+    assert "--benchmark-json=perfgate-results/nightly.json" in command
+
+
+def test_the_ab_can_check_out_the_baselines_commit():
+    checkout = step_using("actions/checkout")
+    assert checkout["with"]["fetch-depth"] == 0  # a shallow clone lacks the baseline's commit
 
 
 def test_the_dashboard_of_tonights_run_is_built_and_uploaded_whatever_the_gate_did():
@@ -149,7 +159,7 @@ def test_the_dashboard_step_puts_the_nights_regressions_on_the_job_page(tmp_path
 def test_summary_and_upload_run_whatever_the_gate_did():
     summary = step_running("cat perfgate-results/gate.md")
     assert summary["if"] == "always()"
-    assert "perfgate-results/gate.md" in summary["run"]
+    assert "cat perfgate-results/nightly.md" in summary["run"]  # the night's verdicts first
     upload = step_using("actions/upload-artifact")
     assert upload["if"] == "always()"
     assert upload["with"]["path"] == "perfgate-results/"

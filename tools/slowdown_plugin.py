@@ -5,13 +5,20 @@ Not for real runs. ``pytest perf_tests -p tools.slowdown_plugin --perf-gate`` wi
 - ``dequantize-twice``: the Triton dequantization kernel is launched twice per call.
 - ``sdpa-15``: every fused attention call does 15 % more work (an extra call on a 15 % slice).
 - ``cpu-25``: every call timed on the CPU sleeps for a quarter of its own duration.
+- ``gpu-sleep-N``: every timed CUDA call is followed by ``torch.cuda._sleep`` sized at N % of the
+  case's own per-call time (measured first: CUDA-graph device time for kernels, synchronized wall
+  time for models), net of the extra kernel node's cost. What it added, measured right there
+  against the same calls without it, is saved as ``extra_info["injected_fraction"]`` (and logged
+  to ``PERFGATE_SLOWDOWN_LOG``). For the nightly's A/B, load this plugin in B only.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
+import torch
 import torch.nn.functional as F
 
 import kernels.mxint8
@@ -21,8 +28,91 @@ import perfgate.timing
 MODE = os.environ.get("PERFGATE_SLOWDOWN", "")
 
 
+def _sleep_cycles_per_second() -> float:
+    """SM cycles that torch.cuda._sleep spins per second, at the clock it runs at now."""
+    cycles = 2_000_000
+    torch.cuda._sleep(cycles)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    torch.cuda._sleep(cycles)
+    end.record()
+    end.synchronize()
+    return cycles / (start.elapsed_time(end) / 1000.0)
+
+
+def _with_sleep(fn, cycles: int):
+    def call():
+        result = fn()
+        torch.cuda._sleep(cycles)
+        return result
+
+    return call
+
+
+def _sized(fraction: float, seconds_with) -> tuple[int, dict]:
+    """Sleep cycles that add ``fraction`` of a call's time, and what they added, measured the
+    way the case is timed: ``seconds_with(cycles)`` (None: no sleep). A first try sized from the
+    sleep's cycle rate shows the extra kernel node's own cost, which the second try leaves out."""
+    base = seconds_with(None)
+    rate = _sleep_cycles_per_second()
+    cycles = max(1, int(fraction * base * rate))
+    node = seconds_with(cycles) - base - cycles / rate
+    cycles = max(1, int((fraction * base - node) * rate))
+    added = seconds_with(cycles) / base - 1.0
+    return cycles, {"uninjected_s": base, "injected_fraction": added, "injected_cycles": cycles}
+
+
+def _log(benchmark, facts: dict) -> dict:
+    """One line per case in $PERFGATE_SLOWDOWN_LOG (an A/B keeps no block's JSON)."""
+    if log := os.environ.get("PERFGATE_SLOWDOWN_LOG"):
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"name": benchmark.name, **facts}) + "\n")
+    return facts
+
+
+def _install_gpu_sleep(fraction: float) -> None:
+    original_device, original_wall = perfgate.timing.time_device, perfgate.timing.time_wall
+
+    def time_device(benchmark, calls, device, budget):
+        if device.type != "cuda" or benchmark.disabled:
+            return original_device(benchmark, calls, device, budget)
+
+        def seconds_with(cycles):
+            wrapped = calls if cycles is None else [_with_sleep(c, cycles) for c in calls]
+            return perfgate.timing.graph_seconds_per_call(wrapped, device)
+
+        cycles, facts = _sized(fraction, seconds_with)
+        wrapped = [_with_sleep(c, cycles) for c in calls]
+        return original_device(benchmark, wrapped, device, budget) | _log(benchmark, facts)
+
+    def time_wall(benchmark, fn, device, budget):
+        if device.type != "cuda" or benchmark.disabled:
+            return original_wall(benchmark, fn, device, budget)
+
+        def seconds_with(cycles):
+            timed = fn if cycles is None else _with_sleep(fn, cycles)
+            return perfgate.timing.seconds_per_call(timed, device, calls=20)
+
+        cycles, facts = _sized(fraction, seconds_with)
+        return original_wall(benchmark, _with_sleep(fn, cycles), device, budget) | _log(
+            benchmark, facts
+        )
+
+    import perf_tests.test_compile
+    import perf_tests.test_mxint8
+    import perf_tests.test_sdpa
+
+    for module in (perf_tests.test_compile, perf_tests.test_mxint8, perf_tests.test_sdpa):
+        if hasattr(module, "time_wall"):
+            module.time_wall = time_wall
+        if hasattr(module, "time_device"):
+            module.time_device = time_device
+
+
 def pytest_configure(config) -> None:
-    if MODE == "dequantize-twice":
+    if MODE.startswith("gpu-sleep-"):
+        _install_gpu_sleep(float(MODE.removeprefix("gpu-sleep-")) / 100.0)
+    elif MODE == "dequantize-twice":
         original = kernels.mxint8.dequantize
 
         def dequantize_twice(mantissa, scales, group_size=32):

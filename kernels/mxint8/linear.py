@@ -118,12 +118,14 @@ def mxint8_linear(
     to bfloat16 before it (the output is float32 again). Expect ~1e-3 relative error against a
     float32 ``F.linear`` on the dequantized weight, from those roundings and the output's.
 
-    On CUDA the block sizes and K split are autotuned per (batch bucket, N, K, group size,
-    bias), unless ``config`` fixes them; from DEQUANTIZE_ONCE_MIN_BATCH rows a shape may take
-    dequantize-then-cuBLAS instead, when measured faster. Both choices time kernels on a
-    shape's first call, so make that call outside CUDA graph capture. CPU tensors run the
-    kernel through Triton's interpreter (one fixed config) when ``TRITON_INTERPRET=1``, else
-    ``mxint8_linear_reference``. Gradients flow to ``x`` and ``bias`` when they require them.
+    On CUDA the block sizes and K split come from the committed table for this GPU and the
+    (batch bucket, N, K, group size) (tuning.py; a default config where the table has none), or
+    are autotuned per process with ``MXINT8_AUTOTUNE=1``, unless ``config`` fixes them; from
+    DEQUANTIZE_ONCE_MIN_BATCH rows a shape takes dequantize-then-cuBLAS instead. Autotuning
+    times kernels on a shape's first call, so make that call outside CUDA graph capture. CPU
+    tensors run the kernel through Triton's interpreter (one fixed config) when
+    ``TRITON_INTERPRET=1``, else ``mxint8_linear_reference``. Gradients flow to ``x`` and
+    ``bias`` when they require them.
     """
     check_linear_inputs(x, mantissa, scales, bias, group_size)
     _check_kernel_group_size(group_size)

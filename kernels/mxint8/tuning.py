@@ -1,15 +1,23 @@
-"""Choosing how to run one fused-linear problem: the candidate configs, Triton's autotuner over
-them (keyed on the batch bucket), our own record of what it chose, and, from
-DEQUANTIZE_ONCE_MIN_BATCH rows, a timed choice between the fused kernel and dequantize-once.
+"""Choosing how to run one fused-linear problem: the candidate configs, the committed table of
+configs per GPU and shape (``linear_configs.json``), Triton's autotuner over the candidates when
+asked (``MXINT8_AUTOTUNE=1``), our own record of what ran, and, from DEQUANTIZE_ONCE_MIN_BATCH
+rows, dequantize-once instead of the fused kernel.
 
-The autotuner runs once per problem key; later calls launch the recorded choice directly, since
-its per-call bookkeeping (pruning, heuristics over ~100 configs) costs ~100 us of host time on an
-H100 machine, several times the kernel's own 10-40 us.
+The config is deterministic by default: the table's entry for this GPU's name and the problem's
+(batch bucket, N, K, group size), else ``default_config`` (the first candidate tile with the K
+split its shape calls for). Autotuning per process chose different configs in different
+processes on the H100 (29.7 vs 33.9 us at 14336x4096 batch 1), so a case's time moved with the
+process; the table is chosen once with the suite's own clock (tools/mxint8_tune.py). The choice is
+made once per problem key; later calls launch it directly, since the autotuner's per-call
+bookkeeping (pruning, heuristics over ~100 configs) costs ~100 us of host time on an H100 machine.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import os
+from pathlib import Path
 
 import torch
 import triton
@@ -136,24 +144,74 @@ AUTOTUNED_KERNEL = triton.autotune(
     )(mxint8_linear_kernel)
 )  # fmt: skip
 
-# What the autotuner chose, read from its public ``best_config`` after each tuning run:
-# (batch bucket, N, K, group size, has bias, device) -> config.
-_tuned: dict[tuple, LinearConfig] = {}
+# --- The committed table, the default, and what ran ---------------------------------------------
+TABLE_PATH = Path(__file__).with_name("linear_configs.json")
+AUTOTUNE_VARIABLE = "MXINT8_AUTOTUNE"  # "1": autotune per process instead of the table
+
+
+def autotune_requested() -> bool:
+    return os.environ.get(AUTOTUNE_VARIABLE, "") == "1"
+
+
+def table_key(m: int, n: int, k: int, group_size: int) -> str:
+    """The table's key of a problem: batch bucket x N x K / group size, e.g. '16x4096x4096/32'."""
+    return f"{m_bucket(m)}x{n}x{k}/{group_size}"
+
+
+@functools.cache
+def config_table() -> dict[str, dict[str, LinearConfig]]:
+    """GPU name -> table key -> config, read once from TABLE_PATH (empty when it is absent)."""
+    if not TABLE_PATH.is_file():
+        return {}
+    raw = json.loads(TABLE_PATH.read_text(encoding="utf-8"))
+    return {
+        gpu: {key: LinearConfig(**fields) for key, fields in entries.items()}
+        for gpu, entries in raw.get("configs", {}).items()
+    }
+
+
+def device_name(device) -> str:
+    device = torch.device(device)
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
+
+
+def default_config(m: int, n: int, k: int) -> LinearConfig:
+    """The config of a problem the table lacks: the bucket's first tile shape with the K split
+    its shape calls for (deterministic, never timed)."""
+    bm, bn, bk, warps, stages = _tile_shapes(m)[0]
+    split = _split_k(m_bucket(m), n, k, bm, bn, bk)
+    return LinearConfig(bm, bn, bk, split, warps, stages)
+
+
+# What ran, per (batch bucket, N, K, group size, has bias, device): (config, where it came from).
+_tuned: dict[tuple, tuple[LinearConfig, str]] = {}
 
 
 def _problem_key(m: int, n: int, k: int, group_size: int, has_bias: bool, device) -> tuple:
     return (m_bucket(m), n, k, group_size, has_bias, torch.device(device))
 
 
+def _chosen(m, n, k, group_size, has_bias) -> tuple[LinearConfig, str] | None:
+    for key, choice in _tuned.items():
+        if key[:4] == (m_bucket(m), n, k, group_size) and has_bias in (None, key[4]):
+            return choice
+    return None
+
+
 def tuned_config(
     m: int, n: int, k: int, group_size: int, has_bias: bool | None = None
 ) -> LinearConfig | None:
-    """The autotuner's choice for a problem it has tuned (with or without a bias when
-    ``has_bias`` says which, on any device), else None."""
-    for key, config in _tuned.items():
-        if key[:4] == (m_bucket(m), n, k, group_size) and has_bias in (None, key[4]):
-            return config
-    return None
+    """The config a problem ran with (with or without a bias when ``has_bias`` says which, on
+    any device), else None when it has not run."""
+    choice = _chosen(m, n, k, group_size, has_bias)
+    return choice[0] if choice else None
+
+
+def config_source(m: int, n: int, k: int, group_size: int, has_bias: bool | None = None) -> str:
+    """Where the config of a problem that ran came from: 'table <gpu>', 'default' (not in the
+    table), 'autotuned' (MXINT8_AUTOTUNE=1), or 'not run'."""
+    choice = _chosen(m, n, k, group_size, has_bias)
+    return choice[1] if choice else "not run"
 
 
 def _autotune(x2d, mantissa, scales, bias, out, group_size: int) -> LinearConfig:
@@ -174,15 +232,27 @@ def _autotune(x2d, mantissa, scales, bias, out, group_size: int) -> LinearConfig
     return from_triton_config(AUTOTUNED_KERNEL.best_config)
 
 
+def choose_config(m: int, n: int, k: int, group_size: int, device) -> tuple[LinearConfig, str]:
+    """(config, source) from the committed table for this GPU, else the default."""
+    gpu = device_name(device)
+    config = config_table().get(gpu, {}).get(table_key(m, n, k, group_size))
+    if config is not None:
+        return config, f"table {gpu}"
+    return default_config(m, n, k), "default"
+
+
 def run_tuned(x2d, mantissa, scales, bias, out, group_size: int) -> None:
-    """Run the problem's tuned config into ``out``, tuning it first if this is its first call."""
+    """Run the problem's config into ``out``: the table's (or the default) unless
+    MXINT8_AUTOTUNE=1 asks to autotune; chosen on the problem's first call, then reused."""
     m, k = x2d.shape
-    key = _problem_key(m, mantissa.shape[0], k, group_size, bias is not None, out.device)
-    config = _tuned.get(key)
-    if config is None:
-        _tuned[key] = _autotune(x2d, mantissa, scales, bias, out, group_size)
-    else:
-        launch(x2d, mantissa, scales, bias, out, group_size, config)
+    n = mantissa.shape[0]
+    key = _problem_key(m, n, k, group_size, bias is not None, out.device)
+    if key not in _tuned and autotune_requested():
+        _tuned[key] = (_autotune(x2d, mantissa, scales, bias, out, group_size), "autotuned")
+        return
+    if key not in _tuned:
+        _tuned[key] = choose_config(m, n, k, group_size, out.device)
+    launch(x2d, mantissa, scales, bias, out, group_size, _tuned[key][0])
 
 
 # --- Fused kernel or dequantize-once ------------------------------------------------------------

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from perfgate import __version__
-from perfgate.cli import ab, guard
+from perfgate.cli import ab, guard, nightly
 from perfgate.cli.bisect import add_bisect_parser, run_bisect
 from perfgate.cli.dashboard import add_dashboard_parser, run_dashboard
 from perfgate.cli.profile import DEFAULT_FOLDER as PROFILE_FOLDER
@@ -154,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder for the tables and traces (default: %(default)s)",
     )
     ab.add_parser(commands)
+    nightly.add_parser(commands, _percent)
     add_dashboard_parser(commands, argparse.RawDescriptionHelpFormatter)
     add_bisect_parser(commands, argparse.RawDescriptionHelpFormatter)
     return parser
@@ -224,9 +225,10 @@ def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:
         argv, extra = argv[: argv.index("--")], argv[argv.index("--") + 1 :]
     parser = build_parser()
     args = parser.parse_args(argv)
-    if extra and args.command not in ("profile", "ab", "bisect"):
+    if extra and args.command not in ("profile", "ab", "bisect", "nightly"):
         parser.error(
-            "arguments after -- go to pytest, for `perfgate profile`, `ab` and `bisect` only"
+            "arguments after -- go to pytest, for `perfgate profile`, `ab`, `bisect` and "
+            "`nightly` only"
         )
     try:
         guard.check_outputs(args, err)
@@ -250,6 +252,8 @@ def _run(args, extra: list[str], argv: Sequence[str], out, err) -> int:
         return _report(args, hardware, out, err, argv)
     if args.command == "ab":
         return ab.run_ab(ab.options_from(args, extra), out, err)
+    if args.command == "nightly":
+        return nightly.run_nightly(nightly.options_from(args, extra), out, err)
     if args.command == "dashboard":
         return run_dashboard(args, out, err)
     if args.command == "bisect":

@@ -8,7 +8,7 @@ reason (new, not run, host-bound, untrusted GPU, too few rounds, no per-round da
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from perfgate.attribution import profile_diff
@@ -21,6 +21,7 @@ from perfgate.counters import (
     is_instructions,
 )
 from perfgate.stats import MIN_ROUNDS, Comparison, compare_samples
+from perfgate.verdict.clocks import clocks_note
 from perfgate.verdict.noise import case_threshold
 from perfgate.verdict.pairing import (
     declarations_of,
@@ -72,12 +73,11 @@ class GateResult:
     threshold: float | None = None
     threshold_source: str | None = None  # "marker", "given for sdpa", "floor 3 % (...)", ...
     details: tuple[str, ...] = ()  # lines shown under the row, e.g. a function-level diff
+    clocks: str | None = None  # "power-limited: ...": explains a change, never stops the gate
 
 
 # MEASURE.md: when the host enqueues no faster than the GPU runs, per-call time follows host
 # jitter; such a case is reported, never gated on device-time noise.
-# A case whose rounds ran at reduced clocks (nvml.RoundClocks) more often than this is not gated.
-REDUCED_CLOCK_SHARE = 0.2
 HOST_BOUND = "host-bound (host enqueue >= 80 % of device time): its time follows host jitter"
 
 
@@ -157,6 +157,16 @@ def _severity(result: GateResult) -> tuple[int, float, str]:
 
 
 def _judge_one(
+    name: str, before: Benchmark | None, now: Benchmark | None, again, context: _Context
+) -> GateResult:
+    result = _verdict_of(name, before, now, again, context)
+    note = clocks_note(before, now) if before is not None and now is not None else None
+    if note is None:
+        return result
+    return replace(result, clocks=note, details=(*result.details, note))
+
+
+def _verdict_of(
     name: str, before: Benchmark | None, now: Benchmark | None, again, context: _Context
 ) -> GateResult:
     declared = context.declared.get(name, {})
@@ -248,12 +258,6 @@ def _not_gated(before: Benchmark, now: Benchmark, untrusted: str | None) -> str 
             return f"not gated: the {side} has no per-round data (save runs with perfgate)"
         if len(benchmark.samples) < MIN_ROUNDS:
             return f"not gated: the {side} has {len(benchmark.samples)} rounds (< {MIN_ROUNDS})"
-        reduced = benchmark.extra_info.get("reduced_clock_rounds") or 0
-        if reduced > REDUCED_CLOCK_SHARE * len(benchmark.samples):
-            return (
-                f"not gated: the {side} ran {reduced} of {len(benchmark.samples)} rounds at "
-                "reduced SM clocks (below 95 % of its highest; try --perf-lock-clocks)"
-            )
     return None
 
 

@@ -129,6 +129,7 @@ def as_json(results: list[GateResult]) -> list[dict]:
                 "baseline_median_s": c.baseline_median if c else None,
                 "current_median_s": c.current_median if c else None,
                 "change_percent": c.change_percent if c else None,
+                "clocks": r.clocks,
             }
         )
     return rows

@@ -1,0 +1,222 @@
+"""``perfgate nightly``: the nightly GPU gate. First the stored comparison (``pytest perf_tests
+--perf-gate``, the full tier against this GPU's newest baseline); then every case it cannot
+settle is judged by an interleaved A/B (``perfgate ab``'s machinery) between the baseline's
+commit and the tree under test, on the same GPU, at ``--target`` (3 %). Only a case the A/B
+finds slower fails the night; the report says, per case, which comparison decided.
+
+A case goes to the A/B when the stored comparison flagged it (regression or unconfirmed), could
+not gate it (host-bound, a run-time choice, too few rounds, too noisy), saw it power-limited (its
+stored comparison drifts with the clock between sessions), saw it slower than ``--screen``, or
+gated it at a threshold looser than the target (other than a test's own marker).
+
+Exit status: 0 the night passes, 1 an A/B-confirmed regression or a failing test, 2 an error (one
+line), pytest's own status when the stored comparison could not run (4 usage, 6 gate could not
+run), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from perfgate.cli import ab
+from perfgate.cli.nightly_report import NightRow, decide, markdown
+from perfgate.store import StoreError
+from perfgate.verdict.rules import Thresholds
+
+RESULTS = Path("perfgate-results")
+SCREEN = 0.01  # a gated case slower than this in the stored comparison goes to the A/B
+TARGET = 0.03  # the A/B's threshold: a 3 % slowdown fails the night
+
+
+@dataclass
+class NightlyOptions:
+    results: Path = RESULTS
+    confirm_only: bool = False  # the stored comparison ran already: read results/gate.json
+    base_ref: str | None = None  # default: the baseline's commit (its commit_info)
+    baseline: Path | None = None  # the baseline run whose commit A is (default: the gate's)
+    screen: float = SCREEN
+    target: float = TARGET
+    blocks: int = 5
+    pytest_args: list[str] = field(default_factory=list)
+
+
+def ab_reason(row: dict, screen: float, target: float) -> str | None:
+    """Why a row of gate.json goes to the A/B, or None when the stored comparison decides."""
+    verdict, change = row["verdict"], row.get("change_percent")
+    if verdict in ("new", "not run"):
+        return None
+    if verdict in ("regression", "unconfirmed"):
+        return f"stored comparison: {verdict}"
+    if not row["gated"]:
+        return f"stored comparison {row['message']}"
+    if row.get("clocks"):
+        return row["clocks"]
+    if change is not None and change > 100 * screen:
+        return f"stored comparison {change:+.1f}% (screen {screen:.0%})"
+    threshold = row.get("threshold")
+    if threshold is not None and threshold > target and row.get("threshold_source") != "marker":
+        return f"stored threshold {threshold:.1%} is looser than {target:.0%}"
+    return None
+
+
+def stored_comparison_command(options: NightlyOptions) -> list[str]:
+    """``pytest perf_tests --perf-gate`` writing gate.md/.json, nightly.json and junit.xml."""
+    results = options.results
+    return [sys.executable, "-m", "pytest", "perf_tests", "--perf-gate",
+            f"--perf-gate-report={results / 'gate.md'}",
+            f"--benchmark-json={results / 'nightly.json'}",
+            f"--junitxml={results / 'junit.xml'}", *options.pytest_args]  # fmt: skip
+
+
+def run_stored_comparison(options: NightlyOptions, err) -> int:
+    command = stored_comparison_command(options)
+    print("stored comparison: " + " ".join(command[1:]), file=err, flush=True)
+    return subprocess.run(command).returncode
+
+
+def failing_tests(junit: Path) -> int:
+    """Failures and errors pytest reported in its junit XML (0 when it wrote none)."""
+    if not junit.is_file():
+        return 0
+    root = ElementTree.parse(junit).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root)
+    return sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+
+
+def read_gate(results: Path) -> list[dict]:
+    path = results / "gate.json"
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise StoreError(f"{path} is missing: run the stored comparison first (without "
+                         "--confirm-only)") from None  # fmt: skip
+    except ValueError as error:
+        raise StoreError(f"{path} is not the gate's JSON ({error}); run the gate again") from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) and "name" in r for r in rows):
+        raise StoreError(f"{path} is not the gate's JSON (a list of rows); run the gate again")
+    return rows
+
+
+def base_commit(options: NightlyOptions, root: Path) -> str:
+    """The commit A is built from: --base-ref, else the baseline run's commit_info."""
+    if options.base_ref:
+        return ab.resolve_commit(root, options.base_ref)
+    from perfgate.cli.runs import Hardware
+
+    run = Hardware(None, None).resolve(str(options.baseline)) if options.baseline else None
+    if run is None:
+        run = _gate_baseline(options.results)
+    commit = (run.commit_info or {}).get("id")
+    if not commit:
+        raise StoreError(f"the baseline {run.path} records no commit; give --base-ref REF")
+    try:
+        return ab.resolve_commit(root, commit)
+    except ab.AbError:
+        raise StoreError(
+            f"the baseline's commit {commit[:12]} is not in {root} (a shallow clone? check out "
+            "with full history), or give --base-ref REF"
+        ) from None
+
+
+def _gate_baseline(results: Path):
+    """The newest run of the hardware key the stored comparison ran on (the gate's baseline)."""
+    from perfgate import store
+    from perfgate.cli.runs import Hardware
+
+    current = store.load(results / "nightly.json")
+    key = (current.machine_info.get("perfgate") or {}).get("hardware_key")
+    hardware = Hardware(None, key)
+    return hardware.newest(1)[0]
+
+
+def confirm(names: list[str], commit: str, options: NightlyOptions, err) -> dict:
+    """name -> AbResult of an interleaved A/B of ``names`` between ``commit`` and this tree."""
+    tests = sorted({name.split("::")[-1] for name in names})
+    ab_options = ab.AbOptions(commit, " or ".join(tests), options.blocks, None,
+                              options.pytest_args, Thresholds(default=options.target),
+                              options.results / "ab.json")  # fmt: skip
+    root = ab.repository_root(Path.cwd())
+    with ab.base_worktree(root, commit) as base:
+        runs = ab.run_blocks({"A": base, "B": root}, ab_options, err)
+    results = ab.judge_pairs(runs, ab_options)
+    ab_options.out.write_text(json.dumps(ab.as_json(results, ab_options, commit), indent=2))
+    return {result.name: result for result in results}
+
+
+def run_nightly(options: NightlyOptions, out, err) -> int:
+    options.results.mkdir(parents=True, exist_ok=True)
+    failed = 0
+    if not options.confirm_only:
+        status = run_stored_comparison(options, err)
+        if status not in (0, 1):
+            print(f"perfgate nightly: the stored comparison exited {status} (see its output "
+                  "above); nothing was confirmed", file=err)  # fmt: skip
+            return status
+        failed = failing_tests(options.results / "junit.xml")
+    rows = read_gate(options.results)
+    reasons = {r["name"]: why for r in rows if (why := ab_reason(r, options.screen,
+                                                                    options.target))}  # fmt: skip
+    verdicts = {}
+    commit = ""
+    if reasons:
+        root = ab.repository_root(Path.cwd())
+        commit = base_commit(options, root)
+        print(f"A/B of {len(reasons)} cases against {commit[:12]}", file=err, flush=True)
+        try:
+            verdicts = confirm(list(reasons), commit, options, err)
+        except KeyboardInterrupt:
+            print("perfgate nightly: interrupted; the base worktree was removed", file=err)
+            return 130
+    night = decide(rows, reasons, verdicts)
+    write(night, options, commit, failed)
+    print(markdown(night, commit, options.blocks, options.target, failed), file=out)
+    return 1 if failed or any(row.verdict == "regression" for row in night) else 0
+
+
+def write(night: list[NightRow], options: NightlyOptions, commit: str, failed: int) -> None:
+    report = markdown(night, commit, options.blocks, options.target, failed)
+    (options.results / "nightly.md").write_text(report + "\n", encoding="utf-8")
+    rows = [row.__dict__ for row in night]
+    data = {"base_commit": commit, "blocks": options.blocks, "target": options.target,
+            "screen": options.screen, "failing_tests": failed, "cases": rows}  # fmt: skip
+    (options.results / "nightly-verdicts.json").write_text(json.dumps(data, indent=2) + "\n")
+    # the gate's row format with the night's verdicts, for perfgate dashboard --gate
+    gate = [{"name": r.name, "verdict": r.verdict, "message": r.message,
+             "change_percent": r.change_percent} for r in night]  # fmt: skip
+    (options.results / "nightly-gate.json").write_text(json.dumps(gate, indent=2) + "\n")
+
+
+def add_parser(commands, percent) -> None:
+    nightly = commands.add_parser(
+        "nightly",
+        help="the nightly gate: stored comparison, then an A/B of what it cannot settle",
+        description=__doc__.split("\n\n")[0],
+    )
+    nightly.usage = ("perfgate nightly [-h] [--results DIR] [--confirm-only] [--base-ref REF] "
+                     "[--baseline RUN] [--screen PCT] [--target PCT] [--blocks B] "
+                     "[-- PYTEST_ARG ...]")  # fmt: skip
+    nightly.add_argument("--results", type=Path, default=RESULTS, metavar="DIR",
+                         help="folder for gate.*, nightly.json, ab.json, nightly.md")  # fmt: skip
+    nightly.add_argument("--confirm-only", action="store_true",
+                         help="skip the stored comparison; read DIR/gate.json")  # fmt: skip
+    nightly.add_argument("--base-ref", metavar="REF", help="A's commit (default: the baseline's)")
+    nightly.add_argument("--baseline", type=Path, metavar="RUN", help="baseline run file")
+    nightly.add_argument("--screen", type=percent, default=SCREEN, metavar="PCT",
+                         help="stored change that sends a gated case to the A/B (1%%)")  # fmt: skip
+    nightly.add_argument("--target", type=percent, default=TARGET, metavar="PCT",
+                         help="the A/B's threshold (3%%)")  # fmt: skip
+    nightly.add_argument("--blocks", type=int, default=5, metavar="B",
+                         help="A/B blocks per tree (default: %(default)s)")  # fmt: skip
+
+
+def options_from(args, pytest_args: list[str]) -> NightlyOptions:
+    if args.blocks < 2:
+        raise StoreError(f"--blocks {args.blocks}: at least 2 (3 or more for significance)")
+    return NightlyOptions(args.results, args.confirm_only, args.base_ref, args.baseline,
+                          float(args.screen), float(args.target), args.blocks,
+                          pytest_args)  # fmt: skip

@@ -1,0 +1,28 @@
+"""Power-limited cases: marked, explained, and still gated.
+
+A case whose rounds ran at reduced SM clocks (``nvml.RoundClocks``) more often than
+REDUCED_CLOCK_SHARE is marked power-limited. It is still gated: the H100 holds its compute-heavy
+kernels below the top clock by power every time, by design (issue 23), so dropping them would
+leave them ungated for good. The mark explains a change; the nightly's interleaved A/B
+(``perfgate nightly``), where both sides see the same power behaviour, confirms them.
+"""
+
+from __future__ import annotations
+
+from perfgate.benchmark import Benchmark
+
+REDUCED_CLOCK_SHARE = 0.2
+
+
+def clocks_note(before: Benchmark, now: Benchmark) -> str | None:
+    """'power-limited: ...' when the baseline or the current run ran more than
+    REDUCED_CLOCK_SHARE of its rounds below 95 % of its highest SM clock, else None."""
+    parts = []
+    for side, benchmark in (("baseline", before), ("current run", now)):
+        reduced = benchmark.extra_info.get("reduced_clock_rounds") or 0
+        if benchmark.samples and reduced > REDUCED_CLOCK_SHARE * len(benchmark.samples):
+            parts.append(
+                f"the {side} ran {reduced} of {len(benchmark.samples)} rounds below 95 % of its "
+                "highest SM clock"
+            )
+    return "power-limited: " + "; ".join(parts) if parts else None
