@@ -208,7 +208,8 @@ def _require_samples(members: list[Run]) -> None:
             raise GateCannotRun(
                 f"baseline {run.path}: {bare[0].fullname} (and {len(bare) - 1} more) has no "
                 "per-round data, so it cannot be compared; record the baseline again with "
-                "`--benchmark-save` (perfgate always saves per-round data)"
+                "`--benchmark-save=NAME --benchmark-save-data` (a session that asks for "
+                "perfgate saves per-round data by itself)"
             )
 
 

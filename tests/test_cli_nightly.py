@@ -153,7 +153,7 @@ def test_the_whole_night_stored_comparison_then_ab_against_the_baselines_commit(
     # the baseline is saved at the first commit; a commit makes the case 50 % slower; the night
     # compares with the stored baseline, hands the flagged case to the A/B against the commit
     # the baseline recorded (commit_info), which confirms it
-    saved = pytest_run(repo, "perf_tests", "--benchmark-save=base", CLOCK)
+    saved = pytest_run(repo, "perf_tests", "--benchmark-save=base", "--benchmark-save-data", CLOCK)
     assert saved.returncode == 0, saved.stdout
     commit(repo, "the baseline")  # baselines/ is part of the tree; A's commit is the one before
     (repo / "cost.txt").write_text("0.0015")
