@@ -62,8 +62,8 @@ class TimeRegression(_TimeRule):
         if not self.testable(c):
             if not _decidable_without_test(c) or c.round_ratio_low <= limit:
                 return None
-            every = "every current block than its pair" if c.paired else (
-                "every current round than every baseline round")  # fmt: skip
+            every = "every current block is slower than its pair" if c.paired else (
+                "every current round is slower than every baseline round")  # fmt: skip
             return (
                 f"slower by {c.change_percent:.1f}% (threshold {self.threshold:.0%}): "
                 f"{every} by at least {c.round_ratio_low - 1:.1%}, {self.untested(c)}: "
