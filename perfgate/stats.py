@@ -213,7 +213,8 @@ class Comparison:
 
     Medians are in seconds; ``ratio`` = current_median / baseline_median (above 1 is slower);
     ``change_percent`` = (ratio - 1) * 100. ``p_value`` is the one-sided Mann-Whitney p-value
-    that current is slower, ``p_value_faster`` that it is faster. ``ratio_low``/``ratio_high``
+    that current is slower, ``p_value_faster`` that it is faster (1.0 without computing it when
+    the current median is not lower). ``ratio_low``/``ratio_high``
     bound the ratio (bootstrap, ``confidence``). When ``enough_rounds`` is False (fewer than
     ``MIN_ROUNDS`` rounds on a side) both p-values are 1.0 and the interval is (0, inf), so no
     rule built on them can ever call the difference significant. ``smallest_p`` is the smallest
@@ -280,7 +281,8 @@ def compare_samples(
         ratio=ratio,
         change_percent=(ratio - 1.0) * 100.0,
         p_value=mann_whitney_slower(base, curr),
-        p_value_faster=mann_whitney_faster(base, curr),
+        # only a lower median can be an improvement: the second ranking is saved otherwise
+        p_value_faster=mann_whitney_faster(base, curr) if ratio < 1.0 else 1.0,
         ratio_low=low,
         ratio_high=high,
         n_baseline=int(base.size),
