@@ -115,3 +115,35 @@ def test_bisect_steps_at_every_count(tmp_path, n):
     same, _ = bisect_judge(good, saved("same", 1.0, 3), 0.1, 0.01)
     assert same in (GOOD, SKIP)
     assert slower == (BAD if n >= MIN_ROUNDS else SKIP)
+
+
+# --- the issue's reproduction, as a user runs it -------------------------------------------------
+FOUR_ROUNDS = """
+from virtual_clock import work
+
+def test_work(benchmark):
+    benchmark.pedantic(work, rounds=4, iterations=1, warmup_rounds=0)
+"""
+
+
+def test_a_five_times_slowdown_in_four_rounds_fails_the_gate(pytester, monkeypatch):
+    from test_plugin import run, saved_runs, virtual_clock_project
+
+    project = virtual_clock_project(pytester, monkeypatch, test_four=FOUR_ROUNDS)
+    for _ in range(2):  # a baseline set of two runs
+        assert run(project, "--benchmark-save=base").ret == 0
+    same = run(project, "--perf-gate")
+    assert same.ret == 0 and "1 gated (1 unchanged)" in same.stdout.str()
+    monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.010")  # 5x slower
+    slower = run(project, "--perf-gate")
+    assert slower.ret == 1, slower.stdout.str()
+    untested = "*decided on 4 baseline and 4 current rounds without a significance test*"
+    slower.stdout.fnmatch_lines(["*1 gated (1 regression)*", untested])
+    monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.002")
+    for path in saved_runs(project):  # a baseline 100x faster than the code is now
+        data = json.loads(path.read_text())
+        for saved in data["benchmarks"]:
+            saved["stats"]["data"] = [x / 100 for x in saved["stats"]["data"]]
+        path.write_text(json.dumps(data))
+    faster_baseline = run(project, "--perf-gate")
+    assert faster_baseline.ret == 1 and "1 regression" in faster_baseline.stdout.str()
