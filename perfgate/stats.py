@@ -249,10 +249,14 @@ class Comparison:
 
     def describe(self) -> str:
         """One line for humans: both medians (ms), % change, ratio interval, round counts."""
+        interval = (
+            f"ratio {self.confidence:.0%} CI [{self.ratio_low:.3f}, {self.ratio_high:.3f}]"
+            if math.isfinite(self.ratio_high)
+            else "no ratio interval at these counts"
+        )
         return (
             f"median {self.current_median * 1e3:.4g} ms vs baseline "
-            f"{self.baseline_median * 1e3:.4g} ms ({self.change_percent:+.1f}%), ratio "
-            f"{self.confidence:.0%} CI [{self.ratio_low:.3f}, {self.ratio_high:.3f}], "
+            f"{self.baseline_median * 1e3:.4g} ms ({self.change_percent:+.1f}%), {interval}, "
             f"n={self.n_current}/{self.n_baseline}"
         )
 
