@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from synthetic_runs import entry, rounds, run_json, single
 
+from perfgate.baseline_session import GATE_NOT_RUN
 from perfgate.benchmark import Benchmark
 from perfgate.cli.bisect_steps import BAD, GOOD, SKIP
 from perfgate.cli.bisect_steps import judge as bisect_judge
@@ -147,3 +148,16 @@ def test_a_five_times_slowdown_in_four_rounds_fails_the_gate(pytester, monkeypat
         path.write_text(json.dumps(data))
     faster_baseline = run(project, "--perf-gate")
     assert faster_baseline.ret == 1 and "1 regression" in faster_baseline.stdout.str()
+
+
+def test_a_session_where_no_case_has_rounds_enough_exits_6(pytester, monkeypatch):
+    from test_plugin import run, virtual_clock_project
+
+    two = FOUR_ROUNDS.replace("rounds=4", "rounds=2")
+    project = virtual_clock_project(pytester, monkeypatch, test_two=two)
+    assert run(project, "--benchmark-save=base").ret == 0
+    monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.010")  # 5x slower, in 2 rounds: unknowable
+    result = run(project, "--perf-gate")
+    assert result.ret == GATE_NOT_RUN, result.stdout.str()
+    result.stdout.fnmatch_lines(["*0 gated; 1 not gated (1 too few rounds to decide)*",
+                                 "*perfgate gate could not run: nothing was gated*"])  # fmt: skip
