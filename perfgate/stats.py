@@ -3,6 +3,10 @@
 Every function takes sequences of per-round durations in seconds (what pytest-benchmark stores
 as ``stats.data``) and is pure: no I/O, no global random state. Ratios are current / baseline,
 so a ratio above 1 means the current run is slower.
+
+Memory and time do not grow with the product of rounds and resamples: Mann-Whitney is scipy's
+(ranks, O(n log n)), and the bootstrap resamples at most ``BOOTSTRAP_POINTS`` rounds a side, in
+chunks of at most ``CHUNK_ELEMENTS`` draws (README "Thresholds"; tests/test_stats.py).
 """
 
 from __future__ import annotations
@@ -19,9 +23,20 @@ from scipy import stats as _scipy_stats
 # and even with 3 rounds on each side the smallest possible one-sided Mann-Whitney p-value is
 # 1/20 = 0.05; reaching p < 0.01 takes at least 5 rounds on each side (1/252).
 MIN_ROUNDS = 3
+# Paired blocks (perfgate ab): the t-test needs 3 pairs; 2 pairs can still show a slowdown that
+# every pair agrees on (verdict.rules decides on them without a test).
+MIN_PAIRS = 2
 
 # The ratio interval reported when there are too few rounds: "anything is possible".
 UNBOUNDED_INTERVAL = (0.0, math.inf)
+
+# Beyond this many rounds a side, the bootstrap resamples a subsample of this size, drawn once
+# with the bootstrap's seed. The interval is then that of a median of BOOTSTRAP_POINTS rounds:
+# wider than the full run's (by sqrt(rounds / BOOTSTRAP_POINTS)), so on the safe side for the
+# gate, and already narrow: with 10 % noise per round its half-width is about 0.6 %.
+BOOTSTRAP_POINTS = 2000
+EXACT_MANN_WHITNEY = 1000  # rounds a side up to which scipy may compute the exact p-value
+CHUNK_ELEMENTS = 1 << 20  # resampled positions held at once: about 8 MB per int64 array
 
 Samples = Sequence[float] | np.ndarray
 
@@ -80,12 +95,35 @@ def _enough_rounds(baseline: np.ndarray, current: np.ndarray) -> bool:
     return min(baseline.size, current.size) >= MIN_ROUNDS
 
 
+def smallest_p_value(n_baseline: int, n_current: int) -> float:
+    """The smallest one-sided Mann-Whitney p-value that ``n_baseline`` and ``n_current`` rounds
+    can give (every current round above every baseline round): 1 / C(n_b + n_c, n_b); 1.0 below
+    ``MIN_ROUNDS`` a side. 3 vs 3 rounds give at best 0.05, 4 vs 4 0.014, 5 vs 5 0.004."""
+    if min(n_baseline, n_current) < MIN_ROUNDS:
+        return 1.0
+    if min(n_baseline, n_current) > 30:  # below 1e-17 already; C(n, k) itself is costly
+        return 0.0
+    return 1.0 / math.comb(n_baseline + n_current, n_baseline)
+
+
+def rounds_needed(alpha: float, n_baseline: int | None = None) -> int:
+    """Rounds a side (or, given ``n_baseline``, current rounds) for p < ``alpha`` to be possible."""
+    n = MIN_ROUNDS
+    while smallest_p_value(n_baseline or n, n) >= alpha:
+        n += 1
+    return n
+
+
 def _mann_whitney(baseline: Samples, current: Samples, alternative: str) -> float:
     base = as_samples(baseline, "baseline")
     curr = as_samples(current, "current")
     if not _enough_rounds(base, curr):
         return 1.0
-    p_value = float(_scipy_stats.mannwhitneyu(curr, base, alternative=alternative).pvalue)
+    # scipy's exact distribution (its choice when a side has 8 rounds or fewer) takes seconds
+    # to minutes against thousands of rounds; the normal approximation is exact enough there.
+    method = "auto" if max(base.size, curr.size) <= EXACT_MANN_WHITNEY else "asymptotic"
+    test = _scipy_stats.mannwhitneyu(curr, base, alternative=alternative, method=method)
+    p_value = float(test.pvalue)
     # All rounds tied (e.g. a coarse clock) gives no evidence either way.
     return 1.0 if math.isnan(p_value) else p_value
 
@@ -111,17 +149,29 @@ def _resampled_medians(samples: np.ndarray, resamples: int, rng: np.random.Gener
 
     Works on the sorted samples: a resample is a count per sorted position, and its median sits
     where the running count first passes the middle. That is a cumulative sum instead of a
-    partition per resample, several times faster than ``np.median`` on the gathered rows.
+    partition per resample, several times faster than ``np.median`` on the gathered rows. Rows
+    are drawn in chunks of at most ``CHUNK_ELEMENTS`` positions (an even number of rows, so the
+    random stream is the same as drawing every row at once).
     """
     n = samples.size
     ordered = np.sort(samples)
-    picks = rng.integers(0, n, (resamples, n)) + n * np.arange(resamples)[:, None]
-    counts = np.bincount(picks.ravel(), minlength=resamples * n).reshape(resamples, n)
-    running = np.cumsum(counts, axis=1)
-    # 0-based positions of the lower and upper middle order statistics (equal when n is odd).
-    lower = np.count_nonzero(running <= (n - 1) // 2, axis=1)
-    upper = np.count_nonzero(running <= n // 2, axis=1)
-    return 0.5 * (ordered[lower] + ordered[upper])
+    rows = max(2, CHUNK_ELEMENTS // n // 2 * 2)
+    medians = np.empty(resamples)
+    for start in range(0, resamples, rows):
+        chunk = min(rows, resamples - start)
+        picks = rng.integers(0, n, (chunk, n)) + n * np.arange(chunk)[:, None]
+        counts = np.bincount(picks.ravel(), minlength=chunk * n).reshape(chunk, n)
+        running = np.cumsum(counts, axis=1)
+        # 0-based positions of the lower and upper middle order statistics (equal when n is odd).
+        lower = np.count_nonzero(running <= (n - 1) // 2, axis=1)
+        upper = np.count_nonzero(running <= n // 2, axis=1)
+        medians[start : start + chunk] = 0.5 * (ordered[lower] + ordered[upper])
+    return medians
+
+
+def _at_most(samples: np.ndarray, points: int, rng: np.random.Generator) -> np.ndarray:
+    """``samples`` itself, or ``points`` of them drawn without replacement."""
+    return samples if samples.size <= points else rng.choice(samples, points, replace=False)
 
 
 def bootstrap_ratio_interval(
@@ -133,9 +183,10 @@ def bootstrap_ratio_interval(
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of median(current) / median(baseline) (dimensionless).
 
-    Each side is resampled with replacement independently, ``resamples`` times, all at once in
-    numpy; the same ``seed`` gives the same interval. With fewer than ``MIN_ROUNDS`` rounds on
-    either side it returns ``UNBOUNDED_INTERVAL`` (0, inf), which excludes nothing.
+    Each side is resampled with replacement independently, ``resamples`` times; a side with more
+    than ``BOOTSTRAP_POINTS`` rounds is first subsampled to that many (a wider interval, never a
+    narrower one). The same ``seed`` gives the same interval. With fewer than ``MIN_ROUNDS``
+    rounds on either side it returns ``UNBOUNDED_INTERVAL`` (0, inf), which excludes nothing.
     """
     base = as_samples(baseline, "baseline")
     curr = as_samples(current, "current")
@@ -146,6 +197,9 @@ def bootstrap_ratio_interval(
     if not _enough_rounds(base, curr):
         return UNBOUNDED_INTERVAL
     rng = np.random.default_rng(seed)
+    if max(base.size, curr.size) > BOOTSTRAP_POINTS:  # drawn from their own stream
+        thin = np.random.default_rng([seed, 1])
+        base, curr = _at_most(base, BOOTSTRAP_POINTS, thin), _at_most(curr, BOOTSTRAP_POINTS, thin)
     base_medians = _resampled_medians(base, resamples, rng)
     curr_medians = _resampled_medians(curr, resamples, rng)
     tail = (1.0 - confidence) / 2.0
@@ -159,10 +213,14 @@ class Comparison:
 
     Medians are in seconds; ``ratio`` = current_median / baseline_median (above 1 is slower);
     ``change_percent`` = (ratio - 1) * 100. ``p_value`` is the one-sided Mann-Whitney p-value
-    that current is slower, ``p_value_faster`` that it is faster. ``ratio_low``/``ratio_high``
+    that current is slower, ``p_value_faster`` that it is faster (1.0 without computing it when
+    the current median is not lower). ``ratio_low``/``ratio_high``
     bound the ratio (bootstrap, ``confidence``). When ``enough_rounds`` is False (fewer than
     ``MIN_ROUNDS`` rounds on a side) both p-values are 1.0 and the interval is (0, inf), so no
-    rule built on them can ever call the difference significant.
+    rule built on them can ever call the difference significant. ``smallest_p`` is the smallest
+    p-value these counts can give at all. ``round_ratio_low``/``round_ratio_high`` are the least
+    and greatest ratio of any current round to any baseline round (min(current) / max(baseline),
+    max(current) / min(baseline)): what the rounds show without a test.
     """
 
     baseline_median: float
@@ -177,13 +235,28 @@ class Comparison:
     n_current: int
     confidence: float = 0.95
     enough_rounds: bool = True
+    smallest_p: float = 0.0
+    round_ratio_low: float = 0.0
+    round_ratio_high: float = math.inf
+    paired: bool = False
+
+    @property
+    def rounds(self) -> str:
+        """'4 baseline and 4 current rounds', or '2 block pairs'."""
+        if self.paired:
+            return f"{self.n_baseline} block pairs"
+        return f"{self.n_baseline} baseline and {self.n_current} current rounds"
 
     def describe(self) -> str:
         """One line for humans: both medians (ms), % change, ratio interval, round counts."""
+        interval = (
+            f"ratio {self.confidence:.0%} CI [{self.ratio_low:.3f}, {self.ratio_high:.3f}]"
+            if math.isfinite(self.ratio_high)
+            else "no ratio interval at these counts"
+        )
         return (
             f"median {self.current_median * 1e3:.4g} ms vs baseline "
-            f"{self.baseline_median * 1e3:.4g} ms ({self.change_percent:+.1f}%), ratio "
-            f"{self.confidence:.0%} CI [{self.ratio_low:.3f}, {self.ratio_high:.3f}], "
+            f"{self.baseline_median * 1e3:.4g} ms ({self.change_percent:+.1f}%), {interval}, "
             f"n={self.n_current}/{self.n_baseline}"
         )
 
@@ -212,56 +285,15 @@ def compare_samples(
         ratio=ratio,
         change_percent=(ratio - 1.0) * 100.0,
         p_value=mann_whitney_slower(base, curr),
-        p_value_faster=mann_whitney_faster(base, curr),
+        # only a lower median can be an improvement: the second ranking is saved otherwise
+        p_value_faster=mann_whitney_faster(base, curr) if ratio < 1.0 else 1.0,
         ratio_low=low,
         ratio_high=high,
         n_baseline=int(base.size),
         n_current=int(curr.size),
         confidence=confidence,
         enough_rounds=_enough_rounds(base, curr),
-    )
-
-
-def compare_paired_blocks(
-    baseline_blocks: Samples, current_blocks: Samples, confidence: float = 0.95
-) -> Comparison:
-    """Compare per-block medians (seconds) of two trees run in alternating blocks (``perfgate
-    ab``): block i of the baseline was run next to block i of the current tree.
-
-    Pairing cancels drift that both blocks of a pair share. ``ratio`` is the geometric mean of
-    the per-block ratios current/baseline; the p-values are one-sided one-sample t-tests on
-    their logs, and the interval is the t interval of that mean, as a ratio. With fewer than
-    ``MIN_ROUNDS`` pairs nothing is significant (p 1.0, interval (0, inf)).
-    """
-    base = as_samples(baseline_blocks, "baseline_blocks")
-    curr = as_samples(current_blocks, "current_blocks")
-    if base.size != curr.size:
-        raise ValueError(f"{base.size} baseline blocks but {curr.size} current blocks: pair them")
-    logs = np.log(curr / base)
-    ratio = float(np.exp(logs.mean()))
-    enough = base.size >= MIN_ROUNDS
-    p_slower = p_faster = 1.0
-    low, high = UNBOUNDED_INTERVAL
-    spread = float(np.std(logs, ddof=1)) if enough else 0.0
-    if enough and spread > 0:
-        t = _scipy_stats.ttest_1samp(logs, 0.0, alternative="greater")
-        p_slower, p_faster = float(t.pvalue), float(1.0 - t.pvalue)
-        half = _scipy_stats.t.ppf(0.5 + confidence / 2, base.size - 1) * spread / np.sqrt(base.size)
-        low, high = float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))
-    elif enough:  # every pair gave the same ratio: exact
-        p_slower, p_faster = (0.0, 1.0) if ratio > 1 else (1.0, 0.0) if ratio < 1 else (1.0, 1.0)
-        low = high = ratio
-    return Comparison(
-        baseline_median=float(np.median(base)),
-        current_median=float(np.median(curr)),
-        ratio=ratio,
-        change_percent=(ratio - 1.0) * 100.0,
-        p_value=p_slower,
-        p_value_faster=p_faster,
-        ratio_low=low,
-        ratio_high=high,
-        n_baseline=int(base.size),
-        n_current=int(curr.size),
-        confidence=confidence,
-        enough_rounds=enough,
+        smallest_p=smallest_p_value(base.size, curr.size),
+        round_ratio_low=float(curr.min() / base.max()),
+        round_ratio_high=float(curr.max() / base.min()),
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from perfgate.cli import ab, main
-from perfgate.stats import compare_paired_blocks
+from perfgate.verdict.paired import compare_paired_blocks
 
 # pytest-benchmark reads this clock (--benchmark-timer); a call advances it by the cost in
 # cost.txt, +-2 % unseeded noise, so blocks differ as real sessions do.
@@ -88,15 +88,15 @@ def results(path: Path) -> dict[str, dict]:
     return {row["name"]: row for row in json.loads(path.read_text())["results"]}
 
 
-def test_a_commit_that_doubles_the_cost_is_slower(repo, tmp_path):
+def test_a_commit_that_doubles_the_cost_is_a_regression(repo, tmp_path):
     (repo / "cost.txt").write_text("0.002")
     commit(repo, "twice the cost")
     out_file = tmp_path / "ab.json"
     status, out, _ = perfgate("ab", "HEAD~1", "--blocks", "3", "--out", str(out_file), "--", CLOCK)
     assert status == 1, out
     (row,) = results(out_file).values()
-    assert row["verdict"] == "slower" and 1.9 < row["ratio"] < 2.1 and row["pairs"] == 3
-    assert "slower" in out and "1 slower" in out
+    assert row["verdict"] == "regression" and 1.9 < row["ratio"] < 2.1 and row["pairs"] == 3
+    assert "test_work: regression: slower by" in out and "1 gated (1 regression)" in out
     assert worktrees(repo) == 1  # the base worktree is gone
 
 
@@ -110,6 +110,25 @@ def test_another_projects_test_paths_with_tests(repo, tmp_path):
     assert status == 0, out + err  # the same commit against itself: not slower
     (row,) = results(out_file).values()
     assert row["name"].startswith("bench/test_work.py::")
+
+
+def test_two_blocks_five_times_slower_is_a_regression_without_a_test(repo, tmp_path):
+    # issue 20: 2 block pairs cannot reach a t-test, and 5x slower was called unchanged
+    (repo / "cost.txt").write_text("0.005")
+    commit(repo, "five times the cost")
+    out_file = tmp_path / "ab.json"
+    status, out, _ = perfgate("ab", "HEAD~1", "--blocks", "2", "--out", str(out_file), "--", CLOCK)
+    assert status == 1, out
+    (row,) = results(out_file).values()
+    assert row["verdict"] == "regression" and 4.5 < row["ratio"] < 5.5 and row["pairs"] == 2
+    assert "decided on 2 block pairs without a significance test" in row["message"]
+
+
+@pytest.mark.parametrize("threshold", ["10", "sdpa=25"])
+def test_a_bare_threshold_number_is_ambiguous(repo, threshold):
+    status, _, err = perfgate("ab", "HEAD", "--threshold", threshold)
+    assert status == 2 and len(err.strip().splitlines()) == 1, err
+    assert "is ambiguous: write" in err and "Traceback" not in err
 
 
 def test_an_unchanged_commit_is_not_slower(repo, tmp_path):
@@ -196,9 +215,10 @@ def test_paired_blocks_cancel_drift_that_a_pair_shares():
     assert same.p_value > 0.1 and same.ratio_low < 1 < same.ratio_high
 
 
-def test_paired_blocks_need_three_pairs_and_equal_counts():
-    two = compare_paired_blocks([1.0, 1.0], [2.0, 2.0])
-    assert not two.enough_rounds and two.p_value == 1.0
+def test_paired_blocks_need_three_pairs_for_a_test_and_equal_counts():
+    two = compare_paired_blocks([1.0, 1.0], [2.0, 2.2])
+    assert not two.enough_rounds and two.p_value == 1.0 and two.smallest_p == 1.0
+    assert (two.round_ratio_low, two.round_ratio_high) == pytest.approx((2.0, 2.2))
     with pytest.raises(ValueError, match="2 baseline blocks but 3 current blocks"):
         compare_paired_blocks([1.0, 1.0], [1.0, 1.0, 1.0])
 

@@ -48,11 +48,14 @@ def test_compare_defaults_to_the_newest_two_runs_and_sorts_by_severity():
     calls = {name: cells for name, cells in rows.items() if name.startswith("test_resnet18_calls")}
     assert len(calls) == 2
     for cells in calls.values():
-        reason = "not gated: the baseline has 2 rounds (< 3)"
+        reason = (
+            "not gated: too few rounds to decide (2 baseline and 2 current rounds, needs 3 a side)"
+        )
         assert cells[3:] == ["-", "-", "not gated", reason, "10.0% (default 10%)"]
     order = ["unconfirmed", "not gated", "new", "not run", "unchanged"]
     assert sorted(verdicts, key=order.index) == verdicts
-    assert "15 gated (1 unconfirmed, 14 unchanged); 6 not gated; 1 new; 1 not run" in out
+    counts = "15 gated (1 unconfirmed, 14 unchanged); 6 not gated (2 too few rounds to decide); "
+    assert counts + "1 new; 1 not run" in out
 
 
 def test_compare_by_run_number_and_name_fragment_same_environment():

@@ -1,11 +1,13 @@
 """Tests for perfgate.stats on synthetic per-round durations (seconds) from seeded numpy."""
 
 import math
+import tracemalloc
 
 import numpy as np
 import pytest
 
 from perfgate.stats import (
+    CHUNK_ELEMENTS,
     MIN_ROUNDS,
     _resampled_medians,
     bootstrap_ratio_interval,
@@ -13,6 +15,7 @@ from perfgate.stats import (
     mann_whitney_faster,
     mann_whitney_slower,
     median,
+    smallest_p_value,
     summarize,
 )
 
@@ -140,3 +143,42 @@ def test_tiny_samples_are_never_significant(rng, rounds):
     assert (c.ratio_low, c.ratio_high) == (0.0, math.inf)
     assert not c.enough_rounds
     assert mann_whitney_slower(baseline, current) == 1.0
+
+
+def test_chunked_resampling_is_the_textbook_bootstrap_of_many_rounds(rng):
+    # 1,500 rounds: the resamples are drawn in several chunks, from the same random stream
+    baseline, current = lognormal_rounds(rng, 1500, 0.10), lognormal_rounds(rng, 1499, 0.10)
+    draws = np.random.default_rng(5)
+    medians = []
+    for samples in (baseline, current):
+        picks = draws.integers(0, samples.size, (2000, samples.size))
+        medians.append(np.median(np.sort(samples)[picks], axis=1))
+    low, high = np.quantile(medians[1] / medians[0], [0.025, 0.975])
+    assert 2000 * 1500 > CHUNK_ELEMENTS  # more than one chunk
+    interval = bootstrap_ratio_interval(baseline, current, seed=5)
+    assert interval == pytest.approx((low, high), rel=1e-12)
+
+
+def test_comparing_two_hundred_thousand_rounds_takes_bounded_memory(rng):
+    # issue 20: the bootstrap held resamples x rounds (2000 x 192,679 int64: 2.9 GiB per array)
+    baseline = lognormal_rounds(rng, 200_000, 0.10)
+    current = lognormal_rounds(rng, 200_000, 0.10) * 1.05
+    tracemalloc.start()
+    try:
+        c = compare_samples(baseline, current)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20, f"{peak / 2**20:.0f} MiB"  # the inputs alone are 3 MiB
+    assert c.ratio_low < c.ratio < c.ratio_high and 1.03 < c.ratio_low and c.ratio_high < 1.07
+    assert c.p_value < 1e-10 and c.smallest_p == 0.0
+    assert bootstrap_ratio_interval(baseline, current) == (c.ratio_low, c.ratio_high)
+
+
+@pytest.mark.parametrize("counts, smallest", [((3, 3), 0.05), ((4, 4), 1 / 70), ((5, 5), 1 / 252),
+                                              ((2, 100), 1.0), ((3, 40), 1 / 12341)])  # fmt: skip
+def test_smallest_p_value_is_one_over_the_arrangements(counts, smallest):
+    assert smallest_p_value(*counts) == pytest.approx(smallest)
+    c = compare_samples([1.0] * counts[0], [2.0] * counts[1])
+    assert c.smallest_p == pytest.approx(smallest)
+    assert (c.round_ratio_low, c.round_ratio_high) == (2.0, 2.0)

@@ -131,9 +131,11 @@ def test_too_few_rounds_are_not_gated_whatever_the_change():
     few = MIN_ROUNDS - 1
     result = one(single("t", rounds(1, n=few)), single("t", rounds(2, 3.0, n=30)))
     assert result.verdict is Verdict.NOT_GATED
-    assert result.message == f"not gated: the baseline has {few} rounds (< {MIN_ROUNDS})"
+    expected = f"not gated: too few rounds to decide ({few} baseline and 30 current rounds, "
+    assert result.message == expected + f"needs {MIN_ROUNDS} a side)"
     result = one(single("t", rounds(1)), single("t", rounds(2, 3.0, n=few)))
-    assert result.message == f"not gated: the current run has {few} rounds (< {MIN_ROUNDS})"
+    expected = f"not gated: too few rounds to decide (30 baseline and {few} current rounds, "
+    assert result.message == expected + f"needs {MIN_ROUNDS} a side)"
 
 
 def test_a_baseline_without_per_round_data_is_not_gated_even_when_much_faster():

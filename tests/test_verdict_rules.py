@@ -17,6 +17,7 @@ from perfgate.verdict.rules import (
     Thresholds,
     TimeImprovement,
     TimeRegression,
+    parse_fraction,
     parse_thresholds,
     threshold_for,
 )
@@ -173,16 +174,25 @@ def test_parse_thresholds_default_names_any_case_and_percent():
 @pytest.mark.parametrize(
     "spec, message",
     [
-        ("sdpa=fast", "expected FRACTION or NAME=FRACTION"),
-        ("", "expected FRACTION or NAME=FRACTION"),
-        ("sdpa=20", "threshold of 'sdpa' must be a fraction"),  # percent without the % sign
-        ("1.5", "default must be a fraction"),
+        ("sdpa=fast", "expected a fraction or a percentage"),
+        ("", "expected a fraction or a percentage"),
+        ("sdpa=20", "threshold '20' is ambiguous: write 20% or 0.2"),  # percent without the %
+        ("1.5", "threshold '1.5' is ambiguous: write 1.5% or 0.015"),
+        ("150%", "default must be a fraction"),
+        ("sdpa=-0.1", "threshold of 'sdpa' must be a fraction"),
     ],
 )
 def test_parse_thresholds_rejects_bad_specs_in_one_line(spec, message):
     with pytest.raises(ValueError, match=message) as error:
         parse_thresholds([spec])
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("text, fraction", [("10%", 0.1), ("0.1", 0.1), (" 2.5 % ", 0.025),
+                                            ("1", 1.0), ("0", 0.0)])  # fmt: skip
+def test_a_threshold_is_a_fraction_or_a_percentage(text, fraction):
+    assert parse_fraction(text) == pytest.approx(fraction)
+    assert parse_thresholds([f"sdpa={text}"]).by_name["sdpa"] == pytest.approx(fraction)
 
 
 def test_unknown_names_are_those_matching_no_family_or_test_in_any_case():

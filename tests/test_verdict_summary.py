@@ -29,6 +29,16 @@ def test_counts_of_an_empty_or_all_unchanged_result():
     assert summary.counts(same) == "1 gated (1 unchanged)"
 
 
+def test_counts_say_how_many_had_too_few_rounds_to_decide():
+    baseline = run_of(entry("x::two", rounds(1, n=2)), entry("x::four", rounds(1, n=4)),
+                      entry("x::host", rounds(1), extra={"host_bound": True}))  # fmt: skip
+    current = run_of(entry("x::two", rounds(2, 2.0, n=2)), entry("x::four", rounds(2, 2.0, n=4)),
+                     entry("x::host", rounds(2)))  # fmt: skip
+    assert summary.counts(judge([baseline], current)) == (
+        "1 gated (1 unconfirmed); 2 not gated (1 too few rounds to decide)"
+    )
+
+
 def test_terminal_lines_list_each_kind_with_its_reason(judged):
     results, changes = judged
     lines = summary.terminal_lines(results, changes, "BASE")

@@ -45,13 +45,13 @@ EXAMPLES = {
 
 
 def _percent(text: str) -> str:
-    """'10', '10%', 'sdpa=25' as a threshold spec in fractions: '0.1', 'sdpa=0.25'."""
+    """'10', '10%', 'sdpa=25' as a threshold spec in percent: '10%', 'sdpa=25%'."""
     name, _, value = text.rpartition("=")
     try:
-        fraction = float(value.strip().rstrip("%").strip()) / 100.0
+        percent = float(value.strip().rstrip("%").strip())
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from error
-    return f"{name}={fraction}" if name else str(fraction)
+    return f"{name}={percent}%" if name else f"{percent}%"
 
 
 def _subparser(commands, name: str, summary: str, parents=()) -> argparse.ArgumentParser:

@@ -1,11 +1,11 @@
 """``perfgate ab BASE_REF``: interleaved A/B. BASE_REF's tree (A, checked out into a temporary git
 worktree) and this tree (B, as it is on disk) run the selected cases in alternating blocks,
 A B A B ..., each block one pytest session. Drift that a pair of neighbouring blocks shares
-cancels in their ratio, so the comparison is pair by pair (``stats.compare_paired_blocks``),
-judged by the gate's own rules (``TimeRegression``, ``TimeImprovement``) at each case's threshold
-(``verdict.noise``: given, or from the spread of A's blocks).
+cancels in their ratio, so the comparison is pair by pair, decided by the gate's own rules and
+words (``verdict.paired``) at each case's threshold (a marker, ``--threshold``, or from the
+spread of A's blocks).
 
-Exit status: 0 when nothing is slower, 1 when a case is slower, 2 for an error (one line on
+Exit status: 0 when no case is a regression, 1 when one is, 2 for an error (one line on
 stderr), 130 when interrupted. The worktree is removed in every case.
 """
 
@@ -23,11 +23,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfgate.benchmark import Benchmark, Run, RunFormatError, run_from_json
-from perfgate.stats import Comparison, compare_paired_blocks
+from perfgate.benchmark import Run, RunFormatError, run_from_json
 from perfgate.store import StoreError
-from perfgate.verdict.noise import case_threshold
-from perfgate.verdict.rules import Thresholds, TimeImprovement, TimeRegression
+from perfgate.verdict import paired, summary
+from perfgate.verdict.outcome import GateResult, Verdict
+from perfgate.verdict.rules import Thresholds, parse_thresholds
 
 NO_TESTS_COLLECTED = 5  # pytest's exit status
 XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
@@ -55,16 +55,6 @@ def test_paths(tree: Path, options: AbOptions) -> list[str]:
     if options.tests:
         return list(options.tests)
     return ["perf_tests"] if (tree / "perf_tests").is_dir() else []
-
-
-@dataclass(frozen=True)
-class AbResult:
-    name: str
-    verdict: str  # "slower", "faster", "unchanged", "not compared"
-    message: str
-    comparison: Comparison | None = None
-    threshold: float | None = None
-    threshold_source: str | None = None
 
 
 def _git(root: Path, *arguments: str) -> str:
@@ -149,13 +139,8 @@ def run_blocks(trees: dict[str, Path], options: AbOptions, err) -> dict[str, lis
     return runs
 
 
-def _block_median(benchmark: Benchmark, rounds: int | None) -> float:
-    samples = benchmark.samples[:rounds] if rounds else benchmark.samples
-    return Benchmark(benchmark.fullname, benchmark.name, samples=samples).median
-
-
-def judge_pairs(runs: dict[str, list[Run]], options: AbOptions) -> list[AbResult]:
-    """Each case that both trees ran, compared block pair by block pair."""
+def judge_pairs(runs: dict[str, list[Run]], options: AbOptions) -> list[GateResult]:
+    """Each case that both trees ran, compared block pair by block pair, worst first."""
     names = sorted(set().union(*(run.benchmarks for run in runs["A"] + runs["B"])))
     results = []
     for name in names:
@@ -164,36 +149,18 @@ def judge_pairs(runs: dict[str, list[Run]], options: AbOptions) -> list[AbResult
             for a, b in zip(runs["A"], runs["B"], strict=True)
             if name in a.benchmarks and name in b.benchmarks
         ]
-        results.append(_judge_case(name, pairs, options))
-    return results
+        results.append(
+            paired.judge_pairs(name, pairs, options.thresholds, options.rounds_per_block)
+        )
+    return sorted(results, key=lambda r: (list(Verdict).index(r.verdict), r.name))
 
 
-def _judge_case(name: str, pairs: list, options: AbOptions) -> AbResult:
-    if len(pairs) < 2:
-        return AbResult(name, "not compared", f"ran in both trees in {len(pairs)} block pairs")
-    a_blocks = [a for a, _ in pairs]
-    medians = [(_block_median(a, options.rounds_per_block),
-                _block_median(b, options.rounds_per_block)) for a, b in pairs]  # fmt: skip
-    merged = Benchmark(name, a_blocks[0].name, extra_info=pairs[-1][1].extra_info,
-                       samples=tuple(x for a in a_blocks for x in a.samples))  # fmt: skip
-    case = case_threshold(merged, a_blocks, merged.declarations, options.thresholds)
-    comparison = compare_paired_blocks([a for a, _ in medians], [b for _, b in medians])
-    row = dict(comparison=comparison, threshold=case.value, threshold_source=case.source)
-    if case.too_noisy:
-        return AbResult(name, "not compared", case.too_noisy, **row)
-    if slower := TimeRegression(case.value, options.thresholds.alpha).fails(comparison):
-        return AbResult(name, "slower", slower, **row)
-    if faster := TimeImprovement(case.value, options.thresholds.alpha).fails(comparison):
-        return AbResult(name, "faster", faster, **row)
-    return AbResult(name, "unchanged", comparison.describe(), **row)
-
-
-def as_json(results: list[AbResult], options: AbOptions, commit: str) -> dict:
+def as_json(results: list[GateResult], options: AbOptions, commit: str) -> dict:
     rows = []
     for r in results:
         c = r.comparison
         numbers = ("ratio", "ratio_low", "ratio_high", "p_value")
-        row = {"name": r.name, "verdict": r.verdict, "message": r.message,
+        row = {"name": r.name, "verdict": r.verdict.value, "message": r.message,
                "threshold": r.threshold, "threshold_source": r.threshold_source,
                "pairs": c.n_baseline if c else 0}  # fmt: skip
         row.update({key: getattr(c, key) if c else None for key in numbers})
@@ -202,7 +169,7 @@ def as_json(results: list[AbResult], options: AbOptions, commit: str) -> dict:
             "results": rows}  # fmt: skip
 
 
-def table(results: list[AbResult]) -> str:
+def table(results: list[GateResult]) -> str:
     from perfgate.report.tables import MISSING, fmt_time, render
 
     rows = []
@@ -216,7 +183,7 @@ def table(results: list[AbResult]) -> str:
             f"[{c.ratio_low:.4f}, {c.ratio_high:.4f}]" if c and c.enough_rounds else MISSING,
             f"{c.p_value:.2g}" if c and c.enough_rounds else MISSING,
             f"{r.threshold:.1%}" if r.threshold is not None else MISSING,
-            r.verdict,
+            r.verdict.value,
         ])  # fmt: skip
     headers = ["benchmark", "A block median", "B block median", "B/A (paired)", "95% CI", "p",
                "threshold", "verdict"]  # fmt: skip
@@ -240,12 +207,14 @@ def run_ab(options: AbOptions, out, err, cwd: Path | None = None) -> int:
         raise AbError("no benchmark ran in either tree: check -k and the pytest arguments")
     options.out.parent.mkdir(parents=True, exist_ok=True)
     options.out.write_text(json.dumps(as_json(results, options, commit), indent=2) + "\n")
-    slower = [r for r in results if r.verdict == "slower"]
+    slower = [r for r in results if r.verdict is Verdict.REGRESSION]
     print(f"A = {options.base_ref} ({commit[:12]}), B = {root} (working tree); "
           f"{options.blocks} blocks each, alternating", file=out)  # fmt: skip
     print(table(results), file=out)
-    print(f"{len(slower)} slower, {len(results) - len(slower)} not; written to {options.out}",
-          file=out)  # fmt: skip
+    for r in results:
+        if r.verdict is not Verdict.UNCHANGED:
+            print(f"  {r.name.split('::')[-1]}: {r.verdict}: {r.message}", file=out)
+    print(f"{summary.counts(results)}; written to {options.out}", file=out)
     return 1 if slower else 0
 
 
@@ -253,8 +222,12 @@ def options_from(args, pytest_args: list[str]) -> AbOptions:
     rounds = args.rounds_per_block
     if rounds is not None and rounds < 1:
         raise AbError(f"--rounds-per-block {rounds}: give at least 1")
+    try:
+        thresholds = parse_thresholds(args.threshold)
+    except ValueError as error:
+        raise AbError(f"--threshold: {error}") from None
     return AbOptions(args.base_ref, args.expression, args.blocks, rounds, pytest_args,
-                     out=args.out, tests=args.tests)  # fmt: skip
+                     thresholds, args.out, args.tests)  # fmt: skip
 
 
 def add_parser(commands, parents: Sequence = ()) -> None:
@@ -263,13 +236,14 @@ def add_parser(commands, parents: Sequence = ()) -> None:
         help="interleaved A/B of BASE_REF against this tree",
         description="Run the selected cases of BASE_REF's tree (A, in a temporary git "
         "worktree) and of this tree (B) in alternating blocks, A B A B ..., and compare them "
-        "block pair by block pair. Exit 1 when a case is slower, 2 on an error.",
+        "block pair by block pair, with the gate's rules. Exit 1 on a regression, 2 on an error.",
         epilog="example:\n  perfgate ab main -k 'dequantize and cuda' --blocks 7 -- --device cuda",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=list(parents),
     )
     ab.usage = ("perfgate ab [-h] [--tests PATH ...] [-k EXPR] [--blocks B] "
-                "[--rounds-per-block N] [--out FILE] BASE_REF [-- PYTEST_ARG ...]")  # fmt: skip
+                "[--rounds-per-block N] [--threshold [NAME=]FRACTION] [--out FILE] BASE_REF "
+                "[-- PYTEST_ARG ...]")  # fmt: skip
     ab.add_argument("base_ref", metavar="BASE_REF", help="commit or branch to compare with (A)")
     ab.add_argument("--tests", nargs="+", metavar="PATH",
                     help="test paths to run (default: perf_tests/ where the tree has one, else "
@@ -279,5 +253,9 @@ def add_parser(commands, parents: Sequence = ()) -> None:
                     help="blocks per tree (default: %(default)s)")  # fmt: skip
     ab.add_argument("--rounds-per-block", type=int, default=None, metavar="N",
                     help="keep at most N rounds of a case per block (default: all)")  # fmt: skip
+    ab.add_argument("--threshold", action="append", default=[], metavar="[NAME=]FRACTION",
+                    help="slowdown that counts, as --perf-gate-threshold takes it: 0.1 or 10%% "
+                    "for every case, sdpa=0.2 for a family or test (repeatable; default: a "
+                    "test's marker, else from the spread of A's blocks)")  # fmt: skip
     ab.add_argument("--out", type=Path, default=AbOptions.out, metavar="FILE",
                     help="JSON results (default: %(default)s)")  # fmt: skip

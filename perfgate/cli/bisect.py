@@ -2,12 +2,12 @@
 
 Everything happens in a temporary ``git worktree``, so the user's checkout, branch and
 uncommitted files are never touched. GOOD and BAD are measured first (pytest with
-``--benchmark-json``); unless BAD is a regression of GOOD by the suite's rule (slower by more
-than the threshold, one-sided Mann-Whitney p < alpha, bootstrap interval above 1) there is
-nothing to bisect. Then ``git bisect run`` calls ``step_main`` at each commit: 0 good, 1 bad,
-125 skip (the case did not run, or pytest failed). The steps are logged as JSON lines and shown
-as a table with the first bad commit. The worktree and the bisect state are removed even on an
-error or Ctrl-C.
+``--benchmark-json``); unless BAD is a regression of GOOD by the gate's time rule
+(``verdict.rules.TimeRegression``, at the gate's threshold for the case) there is nothing to
+bisect. Then ``git bisect run`` calls ``step_main`` at each commit: 0 good, 1 bad, 125 skip
+(the case did not run, pytest failed, or its rounds could not decide). The steps are logged as
+JSON lines and shown as a table with the first bad commit. The worktree and the bisect state
+are removed even on an error or Ctrl-C.
 
 Exit status: 0 first bad commit named; 1 BAD is not slower than GOOD; 2 usage, git or
 measurement error; 130 interrupted.
@@ -24,13 +24,14 @@ import time
 from pathlib import Path
 
 from perfgate.cli.bisect_steps import (
+    SKIP,
     BisectError,
     git,
     log_table,
     regression_of,
     step_main,
 )
-from perfgate.verdict.rules import DEFAULT_ALPHA, DEFAULT_TIME_THRESHOLD
+from perfgate.verdict.rules import DEFAULT_ALPHA, parse_fraction
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 # git bisect run calls this with the perfgate that started the bisection (not the checkout's).
@@ -40,14 +41,12 @@ STEP_CODE = (
 )
 
 
-def _percent(text: str) -> float:
+def _fraction(text: str) -> float:
+    """``10%`` or ``0.1``, as --perf-gate-threshold takes it; a bare ``10`` is ambiguous."""
     try:
-        value = float(text.strip().rstrip("%")) / 100.0
+        return parse_fraction(text)
     except ValueError as error:
-        raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from error
-    if not 0 < value < 10:  # a slowdown: above 0 %, and below 1000 %
-        raise argparse.ArgumentTypeError(f"{text!r}: a slowdown between 0% and 1000%, e.g. 5%")
-    return value
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _alpha(text: str) -> float:
@@ -70,9 +69,10 @@ def add_bisect_parser(commands, formatter) -> None:
         help=summary,
         description=summary + ". GOOD and BAD are measured first, then `git bisect run` "
         "measures each commit it picks, in a temporary git worktree (your checkout is never "
-        "touched): bad = slower than GOOD by more than the threshold and significant (one-sided "
-        "Mann-Whitney p < alpha, bootstrap interval above 1); a commit where the case does not "
-        "run is skipped. Exit status: 0 first bad commit named, 1 BAD is not slower than GOOD, "
+        "touched): bad = slower than GOOD by the gate's time rule (past the threshold and "
+        "significant, or every round slower past it where rounds are too few for a test); a "
+        "commit where the case does not run, or that cannot be decided, is skipped. "
+        "Exit status: 0 first bad commit named, 1 BAD is not slower than GOOD, "
         "2 error, 130 interrupted.",
         epilog="examples:\n  perfgate bisect v1.0 HEAD -k 'test_dequantize and triton-32'\n"
         "  perfgate bisect abc123 main -k flash-fp16 --threshold 5% -- --device cuda",
@@ -85,10 +85,11 @@ def add_bisect_parser(commands, formatter) -> None:
     parser.add_argument("--tests", default="perf_tests", help="test path (default: %(default)s)")
     parser.add_argument(
         "--threshold",
-        type=_percent,
-        default=DEFAULT_TIME_THRESHOLD,
-        metavar="PERCENT",
-        help="smallest slowdown called bad (default: 10%%)",
+        type=_fraction,
+        default=None,
+        metavar="FRACTION",
+        help="smallest slowdown called bad, 0.1 or 10%% as --perf-gate-threshold takes it "
+        "(default: the test's marker, else from GOOD's measured noise, else 10%%)",
     )
     parser.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, help="significance level")
     parser.add_argument(
@@ -137,16 +138,18 @@ def _bisect(args, extra, repo: Path, scratch: Path, out, err) -> int:
     git(["worktree", "add", "--detach", str(checkout), bad], repo)
     options = [
         "--good-json", str(folder / "good.json"), "--log", str(log), "--tests", args.tests,
-        "-k", args.case, "--threshold", str(args.threshold), "--alpha", str(args.alpha),
-        "--good-checkout", str(good_checkout),
+        "-k", args.case, "--alpha", str(args.alpha), "--good-checkout", str(good_checkout),
     ]  # fmt: skip
+    if args.threshold is not None:
+        options += ["--threshold", str(args.threshold)]
     print(f"measuring GOOD {good[:10]} in {good_checkout}...", file=err, flush=True)
     if step_main(options + ["--measure-good", "--", *extra], good_checkout) != 0:
         raise BisectError(f"the case did not run at GOOD {args.good}; see {folder}/good.log")
     print(f"measuring BAD {bad[:10]}...", file=err, flush=True)
-    if step_main(options + ["--", *extra], checkout) != 1:
+    if (found := step_main(options + ["--", *extra], checkout)) != 1:
         out.write(log_table(log))
-        out.write(f"BAD {args.bad} is not slower than GOOD {args.good}: nothing to bisect\n")
+        why = "cannot be shown slower than" if found == SKIP else "is not slower than"
+        out.write(f"BAD {args.bad} {why} GOOD {args.good} (see the table): nothing to bisect\n")
         return 1
     git(["bisect", "start", bad, good], checkout)
     command = [sys.executable, "-c", STEP_CODE, *options, "--", *extra]

@@ -14,7 +14,8 @@ from pathlib import Path
 from perfgate.cli.history_runs import load
 from perfgate.report.tables import render
 from perfgate.stats import compare_samples
-from perfgate.verdict.rules import TimeRegression
+from perfgate.verdict.noise import case_threshold
+from perfgate.verdict.rules import Thresholds, TimeRegression
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
 
@@ -38,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--log", type=Path, required=True)
     parser.add_argument("--tests", required=True)
     parser.add_argument("-k", dest="case", required=True)
-    parser.add_argument("--threshold", type=float, required=True)
+    parser.add_argument("--threshold", type=float, default=None)
     parser.add_argument("--alpha", type=float, required=True)
     parser.add_argument("--good-checkout", type=Path, required=True)
     parser.add_argument("--measure-good", action="store_true")
@@ -63,28 +64,38 @@ def _measure(args, stem: str, extra: list[str], cwd: Path) -> tuple[Path | None,
     return result, ""
 
 
-def judge(good_json: Path, current_json: Path, threshold: float, alpha: float) -> tuple[int, list]:
-    """(GOOD/BAD/SKIP, one dict per case measured on both sides) for a measurement."""
+def judge(
+    good_json: Path, current_json: Path, threshold: float | None, alpha: float
+) -> tuple[int, list]:
+    """(GOOD/BAD/SKIP, one dict per case measured on both sides) for a measurement, by the
+    gate's time rule at the gate's threshold for each case (``threshold`` given, else the
+    test's marker, else from GOOD's measured noise). SKIP when no case is slower and one
+    cannot be decided (too few rounds, or slower past the threshold without significance)."""
     good, now = load(good_json).benchmarks, load(current_json).benchmarks
-    cases, verdict = [], SKIP
-    rule = TimeRegression(threshold, alpha)
+    thresholds = Thresholds(default=threshold, alpha=alpha)
+    cases = []
     for fullname in [name for name in now if name in good]:
-        comparison = compare_samples(good[fullname].samples, now[fullname].samples)
-        slower = rule.fails(comparison) is not None
-        verdict = BAD if slower or verdict == BAD else GOOD
+        before = good[fullname]
+        case = case_threshold(before, [before], before.declarations, thresholds)
+        comparison = compare_samples(before.samples, now[fullname].samples)
+        rule = TimeRegression(case.value, alpha)
         cases.append(
             {
                 "name": now[fullname].name,
                 "change_percent": comparison.change_percent,
                 "p_value": comparison.p_value,
-                "slower": slower,
+                "threshold": case.value,
+                "slower": rule.fails(comparison) is not None,
+                "undecided": case.too_noisy or rule.undecided(comparison),
             }
         )
-    return verdict, cases
+    if any(c["slower"] for c in cases):
+        return BAD, cases
+    return (SKIP if not cases or _unclear(cases) else GOOD), cases
 
 
-def _unclear(cases: list, threshold: float) -> bool:
-    return any(c["change_percent"] > threshold * 100 and not c["slower"] for c in cases)
+def _unclear(cases: list) -> bool:
+    return any(c["undecided"] for c in cases)
 
 
 def _log(path: Path, entry: dict) -> None:
@@ -119,16 +130,16 @@ def _judge_step(args, entry: dict, result: Path, extra: list[str], cwd: Path) ->
     stem = entry["commit"][:12]
     verdict, cases = judge(args.good_json, result, args.threshold, args.alpha)
     reason = "" if cases else "no case in common with GOOD"
-    if verdict == GOOD and _unclear(cases, args.threshold):
-        # slower beyond the threshold but not significantly: one wrong "good" sends git
-        # bisect the wrong way, so measure once more and go by the second measurement
+    if cases and _unclear(cases):
+        # neither slower nor shown not to be: one wrong "good" sends git bisect the wrong
+        # way, so measure once more and go by the second measurement (still unclear: skip)
         _log(args.log, {**entry, "verdict": "unclear", "cases": cases, "reason": ""})
         result, why = _measure(args, stem + "-again", extra, cwd)
         if result is None:
             _log(args.log, {**entry, "verdict": "skip", "reason": why})
             return SKIP
         verdict, cases = judge(args.good_json, result, args.threshold, args.alpha)
-        reason = "measured again"
+        reason = "measured again" if verdict != SKIP else "measured again: " + _why(cases)
     if verdict == BAD:
         # A/B: a slow session can make every round late; GOOD measured now must agree
         _log(args.log, {**entry, "verdict": "bad?", "cases": cases, "reason": "vs GOOD at start"})
@@ -140,6 +151,10 @@ def _judge_step(args, entry: dict, result: Path, extra: list[str], cwd: Path) ->
     words = {GOOD: "good", BAD: "bad", SKIP: "skip"}
     _log(args.log, {**entry, "verdict": words[verdict], "cases": cases, "reason": reason})
     return verdict
+
+
+def _why(cases: list) -> str:
+    return "; ".join(f"{c['name']}: not gated: {c['undecided']}" for c in cases if c["undecided"])
 
 
 def _cases_text(cases: list) -> str:

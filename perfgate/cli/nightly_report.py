@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 STORED = "stored comparison"
 AB = "A/B"
-AB_VERDICTS = {"slower": "regression", "faster": "improvement", "unchanged": "unchanged"}
+AB_DECIDED = ("regression", "improvement", "unchanged")  # the A/B's verdicts that decide a case
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ def _stored(row: dict) -> str:
 def _ab(result) -> str:
     c = result.comparison
     if c is None or not c.enough_rounds:
-        return result.verdict
+        return str(result.verdict)
     return f"{result.verdict} {c.change_percent:+.1f}% [{c.ratio_low:.3f}, {c.ratio_high:.3f}]"
 
 
@@ -48,9 +48,9 @@ def decide(rows: list[dict], reasons: dict[str, str], verdicts: dict) -> list[Ni
         elif result is None:
             message = "not gated: the A/B did not run it in both trees"
             fields = ("not gated", None, stored, None, why, message, change)
-        elif result.verdict in AB_VERDICTS:
+        elif str(result.verdict) in AB_DECIDED:
             change = result.comparison.change_percent
-            fields = (AB_VERDICTS[result.verdict], AB, stored, _ab(result), why, result.message,
+            fields = (str(result.verdict), AB, stored, _ab(result), why, result.message,
                       change)  # fmt: skip
         else:
             message = f"not gated: A/B {result.message}"

@@ -3,13 +3,14 @@ baseline (one run or a set), whether it is gated and what the gate says. ``--per
 ``perfgate compare`` both call it, so for the same two runs they agree benchmark by benchmark.
 
 Every benchmark ends gated (regression, unconfirmed, improvement, unchanged) or not gated with a
-reason (new, not run, host-bound, untrusted GPU, too few rounds, no per-round data).
+reason (new, not run, host-bound, untrusted GPU, too few rounds to decide, a slowdown past the
+threshold that is not significant, no per-round data): a slowdown past its threshold is never
+"unchanged".
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from enum import Enum
 
 from perfgate.attribution import profile_diff
 from perfgate.benchmark import Benchmark, Run
@@ -23,6 +24,7 @@ from perfgate.counters import (
 from perfgate.stats import MIN_ROUNDS, Comparison, compare_samples
 from perfgate.verdict.clocks import clocks_note
 from perfgate.verdict.noise import case_threshold
+from perfgate.verdict.outcome import GateResult, Verdict, time_outcome
 from perfgate.verdict.pairing import (
     declarations_of,
     fastest_of,
@@ -32,49 +34,12 @@ from perfgate.verdict.pairing import (
     worst_ratios,
 )
 from perfgate.verdict.rules import (
+    TOO_FEW_ROUNDS,
     MemoryRegression,
     RatioRegression,
     Thresholds,
-    TimeImprovement,
     TimeRegression,
 )
-
-
-class Verdict(str, Enum):
-    """Outcome for one benchmark, declared from most to least severe."""
-
-    REGRESSION = "regression"  # failed a rule, and (for time and ratios) again on re-run
-    UNCONFIRMED = "unconfirmed"  # failed a time or ratio rule once; not (yet) re-run
-    NOT_GATED = "not gated"  # measured on both sides but cannot be judged; ``message`` says why
-    NEW = "new"  # a new benchmark: not in the baseline
-    NOT_RUN = "not run"  # in the baseline, not run this time (deselected or skipped)
-    IMPROVEMENT = "improvement"  # faster beyond the threshold, significantly
-    UNCHANGED = "unchanged"
-
-    def __str__(self) -> str:
-        return self.value
-
-    @property
-    def gated(self) -> bool:
-        gated = (Verdict.REGRESSION, Verdict.UNCONFIRMED, Verdict.IMPROVEMENT, Verdict.UNCHANGED)
-        return self in gated
-
-
-@dataclass(frozen=True)
-class GateResult:
-    """The verdict on one benchmark. ``comparison`` is what the message's numbers come from
-    (for an improvement: against the set's fastest run); None when one side is missing."""
-
-    name: str
-    verdict: Verdict
-    message: str
-    comparison: Comparison | None = None
-    family: str | None = None
-    threshold: float | None = None
-    threshold_source: str | None = None  # "marker", "given for sdpa", "floor 3 % (...)", ...
-    details: tuple[str, ...] = ()  # lines shown under the row, e.g. a function-level diff
-    clocks: str | None = None  # "power-limited: ...": explains a change, never stops the gate
-
 
 # MEASURE.md: when the host enqueues no faster than the GPU runs, per-call time follows host
 # jitter; such a case is reported, never gated on device-time noise.
@@ -207,12 +172,10 @@ def _verdict_of(
         )
     fastest = context.fastest.get(name)
     best = compare_samples(fastest.samples, now.samples) if fastest else first
-    rule = TimeImprovement(threshold, context.thresholds.alpha)
-    if message := rule.fails(best):
-        if fastest is not None:
-            message += " (against the baseline set's fastest run)"
-        return GateResult(verdict=Verdict.IMPROVEMENT, message=message, comparison=best, **row)
-    return GateResult(verdict=Verdict.UNCHANGED, message=first.describe(), comparison=first, **row)
+    verdict, message, shown = time_outcome(first, best, threshold, context.thresholds.alpha)
+    if verdict is Verdict.IMPROVEMENT and fastest is not None:
+        message += " (against the baseline set's fastest run)"
+    return GateResult(verdict=verdict, message=message, comparison=shown, **row)
 
 
 def _stored_profile(members: list[Benchmark], before: Benchmark) -> dict | None:
@@ -257,7 +220,8 @@ def _not_gated(before: Benchmark, now: Benchmark, untrusted: str | None) -> str 
         if not benchmark.samples:
             return f"not gated: the {side} has no per-round data (save runs with perfgate)"
         if len(benchmark.samples) < MIN_ROUNDS:
-            return f"not gated: the {side} has {len(benchmark.samples)} rounds (< {MIN_ROUNDS})"
+            counts = f"{len(before.samples)} baseline and {len(now.samples)} current rounds"
+            return f"not gated: {TOO_FEW_ROUNDS} ({counts}, needs {MIN_ROUNDS} a side)"
     return None
 
 

@@ -6,6 +6,7 @@ The gate and ``perfgate compare`` print these same rows; every word comes from t
 from __future__ import annotations
 
 from perfgate.benchmark import Run, environment_changes
+from perfgate.verdict.rules import TOO_FEW_ROUNDS
 from perfgate.verdict.session import GateResult, Verdict
 
 HEADINGS = {
@@ -29,14 +30,17 @@ def environment_difference(baseline: Run, current: Run) -> list[tuple[str, str, 
 
 
 def counts(results: list[GateResult]) -> str:
-    """'12 gated (1 regression, 11 unchanged); 2 not gated; 1 new; 3 not run'."""
+    """'12 gated (1 regression, 11 unchanged); 2 not gated (1 too few rounds to decide); 1 new;
+    3 not run'."""
     gated = [r for r in results if r.verdict.gated]
     by_verdict = {v: sum(r.verdict is v for r in results) for v in Verdict}
     inside = ", ".join(f"{by_verdict[v]} {v}" for v in Verdict if v.gated and by_verdict[v])
     parts = [f"{len(gated)} gated" + (f" ({inside})" if inside else "")]
+    few = sum(r.verdict is Verdict.NOT_GATED and TOO_FEW_ROUNDS in r.message for r in results)
     for verdict in (Verdict.NOT_GATED, Verdict.NEW, Verdict.NOT_RUN):
         if by_verdict[verdict]:
-            parts.append(f"{by_verdict[verdict]} {verdict}")
+            why = f" ({few} {TOO_FEW_ROUNDS})" if verdict is Verdict.NOT_GATED and few else ""
+            parts.append(f"{by_verdict[verdict]} {verdict}{why}")
     return "; ".join(parts)
 
 
