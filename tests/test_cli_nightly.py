@@ -80,7 +80,7 @@ def test_a_real_slowdown_flagged_by_the_stored_comparison_is_confirmed_by_the_ab
     case = verdicts(results)[WORK]
     assert case["verdict"] == "regression" and case["decided_by"] == "A/B"
     assert case["why_ab"] == "stored comparison: unconfirmed"
-    assert "| test_work | regression | A/B | unconfirmed +10.2% | slower +" in out
+    assert "| test_work | regression | A/B | unconfirmed +10.2% | regression +" in out
     assert (results / "nightly.md").read_text().startswith("# perfgate nightly")
     assert worktrees(repo) == 1
 
