@@ -1,7 +1,7 @@
 """Host overhead in instructions: what a call costs the CPU before any real compute, counted by
 callgrind (``pytest perf_tests --perf-measure instructions``; deselected otherwise).
 
-Every case is counted in one valgrind process per session (``perfgate/callgrind.py``); each test
+Every case is counted in three valgrind processes per session (``perfgate/callgrind.py``); each test
 reads its counts and stores them like a benchmark (1 instruction = 1 ns nominal). Shapes are
 tiny on purpose: the count is dominated by dispatch, Python, guards and launcher checks.
 """

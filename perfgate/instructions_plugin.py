@@ -1,5 +1,5 @@
 """``--perf-measure instructions``: selects the host-overhead cases (tests marked
-``instructions``), counts them all in one callgrind process per session, and stores the runs
+``instructions``), counts them all in three callgrind processes per session, and stores the runs
 under their own key (``counters.hardware_key``). Without the option those cases are deselected.
 """
 

@@ -71,7 +71,9 @@ def check_session_outputs(config: pytest.Config) -> None:
         )
     try:
         for option, path in files.items():
-            if path is not None:  # pytest-benchmark does not create --benchmark-json's folder
+            # pytest-benchmark before 5.3 opens --benchmark-json itself: an open file is writable
+            if path is not None and not hasattr(path, "write"):
+                # pytest-benchmark does not create --benchmark-json's folder
                 check_file(path, option, create_folder=option == "--benchmark-json")
         if config.getoption("--perf-profile"):
             check_folder(config.getoption("--perf-profile"), "--perf-profile")

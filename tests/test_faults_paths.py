@@ -104,3 +104,16 @@ def test_profile_of_a_bad_id_blames_the_id(tmp_path, test_id):
     status, _, err = perfgate("profile", test_id, "--out", str(tmp_path))
     assert status == 2 and err.count("\n") == 1 and f"TEST_ID '{test_id}'" in err, err
     assert "--perf-profile" not in err
+
+
+def test_benchmark_json_opened_by_an_older_pytest_benchmark_is_taken_as_it_is(tmp_path):
+    # pytest-benchmark before 5.3 (the H100's 5.1) opens --benchmark-json itself (FileType): the
+    # check found a BufferedWriter and raised INTERNALERROR on the GPU before this
+    from types import SimpleNamespace
+
+    from perfgate import outputs
+
+    with open(tmp_path / "run.json", "wb") as opened:
+        option = SimpleNamespace(benchmark_json=opened)
+        config = SimpleNamespace(option=option, getoption=lambda name: None)
+        outputs.check_session_outputs(config)  # no error: the file is open for writing
