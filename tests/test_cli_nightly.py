@@ -4,6 +4,7 @@ the night in a throwaway git repository timed on a virtual clock (test_cli_ab's 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -174,4 +175,6 @@ def pytest_run(root: Path, *argv: str):
     import sys
 
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *argv]
-    return subprocess.run(command, cwd=root, capture_output=True, text=True)
+    # not an xdist worker's variables: pytest-benchmark would take the session for a worker
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    return subprocess.run(command, cwd=root, capture_output=True, text=True, env=env)

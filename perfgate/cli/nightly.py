@@ -17,6 +17,7 @@ run), 130 interrupted.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -76,7 +77,8 @@ def stored_comparison_command(options: NightlyOptions) -> list[str]:
 def run_stored_comparison(options: NightlyOptions, err) -> int:
     command = stored_comparison_command(options)
     print("stored comparison: " + " ".join(command[1:]), file=err, flush=True)
-    return subprocess.run(command).returncode
+    environment = {k: v for k, v in os.environ.items() if k not in ab.XDIST_VARIABLES}
+    return subprocess.run(command, env=environment).returncode  # not an xdist worker's session
 
 
 def failing_tests(junit: Path) -> int:

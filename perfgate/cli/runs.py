@@ -23,7 +23,7 @@ class Hardware:
         self._key = key
         # another project, without a baselines/ folder: pytest-benchmark's own storage
         self.storage = None
-        if baselines is None and key is None and not self.root.is_dir():
+        if baselines is None and not self.root.is_dir():
             if PYTEST_BENCHMARK_STORAGE.is_dir():
                 self.storage = PYTEST_BENCHMARK_STORAGE.resolve()
 
