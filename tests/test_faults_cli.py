@@ -82,7 +82,10 @@ def test_sigterm_removes_the_worktrees(hanging_repo, tmp_path, command):
     ("option", "value"),
     [("--threshold", "-5%"), ("--threshold", "fast"), ("--alpha", "5"), ("--alpha", "0")],
 )
-def test_bisect_refuses_a_bad_threshold_or_alpha_before_measuring(capsys, option, value):
+def test_bisect_refuses_a_bad_threshold_or_alpha_before_measuring(
+    capsys, monkeypatch, tmp_path, option, value
+):
+    monkeypatch.chdir(tmp_path)  # not a repository: were it accepted, nothing would be measured
     with pytest.raises(SystemExit) as exit_:
         main(["bisect", "HEAD~1", "HEAD", "-k", "x", f"{option}={value}"])
     assert exit_.value.code == 2

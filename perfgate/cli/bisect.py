@@ -44,9 +44,12 @@ STEP_CODE = (
 def _fraction(text: str) -> float:
     """``10%`` or ``0.1``, as --perf-gate-threshold takes it; a bare ``10`` is ambiguous."""
     try:
-        return parse_fraction(text)
+        value = parse_fraction(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+    if not 0 < value < 10:  # a slowdown: above 0 %, and below 1000 %
+        raise argparse.ArgumentTypeError(f"{text!r}: a slowdown between 0% and 1000%, e.g. 5%")
+    return value
 
 
 def _alpha(text: str) -> float:
