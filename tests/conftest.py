@@ -4,6 +4,7 @@ one rule for GPU tests: mark them ``gpu`` and they are skipped where there is no
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 import torch
@@ -14,6 +15,12 @@ if not torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ:
     os.environ["TRITON_INTERPRET"] = "1"
 
 CUDA_AVAILABLE = torch.cuda.is_available()
+
+# A runner that starts the tests in the background (nohup, `cmd &`) leaves SIGINT ignored, and
+# children inherit that: the Ctrl-C tests (tests/test_faults*.py) then send an interrupt nobody
+# receives. Handled here, children of this process start with SIGINT at its default again.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # "cpu" always (the Triton kernels run there through the interpreter); "cuda" only when present.
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
