@@ -107,7 +107,8 @@ def test_asked_gate_uses_the_projects_storage_and_paths(project, monkeypatch):
     project.makepyfile(test_no_torch=NO_TORCH)
     result = run(project, "--perf-gate", "test_bench.py", "test_no_torch.py")
     assert result.ret == GATE_NOT_RUN, output_of(result)  # its run has no per-round data
-    assert "record the baseline again with `--benchmark-save=NAME --benchmark-save-data`" in output_of(result)
+    saved_data = "record the baseline again with `--benchmark-save=NAME --benchmark-save-data`"
+    assert saved_data in output_of(result)
 
     storage = "--benchmark-storage=.benchmarks"  # a plain path, as pytest-benchmark takes it
     saving = ("--perf-gate-threshold=0.5", "--benchmark-save=base", storage)
