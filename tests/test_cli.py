@@ -298,3 +298,15 @@ def test_profile_end_to_end_on_cpu(tmp_path, monkeypatch):
     tables = list(tmp_path.glob("*.txt"))
     assert len(tables) == 1 and list(tmp_path.glob("*.trace.json"))
     assert "aten::bmm" in tables[0].read_text() and "aten::bmm" in out
+
+
+def test_nightly_screen_and_target_take_the_gates_units(capsys):
+    """--screen and --target parse as thresholds do (0.02 or 2%); a bare 2 is refused."""
+    from perfgate.cli import build_parser
+
+    args = build_parser().parse_args(["nightly", "--screen", "2%", "--target", "0.05"])
+    assert (args.screen, args.target) == (0.02, 0.05)
+    with pytest.raises(SystemExit) as stopped:
+        build_parser().parse_args(["nightly", "--target", "3"])
+    assert stopped.value.code == 2
+    assert "threshold '3' is ambiguous: write 3% or 0.03" in capsys.readouterr().err

@@ -108,7 +108,7 @@ def test_compare_json_gives_the_verdict_rows():
 
 
 def test_a_threshold_for_a_test_function_in_any_case():
-    args = ["compare", "0002", "0003", "--json", "--threshold", "Test_Attention=100", *WHERE]
+    args = ["compare", "0002", "0003", "--json", "--threshold", "Test_Attention=100%", *WHERE]
     status, out, _ = perfgate(*args)
     assert status == 0
     rows = {row["name"].split("::")[-1]: row for row in json.loads(out)}
@@ -126,15 +126,32 @@ def test_a_filter_that_matches_nothing_says_so(tmp_path):
 
 
 def test_an_unknown_or_bad_threshold_is_refused():
-    status, out, err = perfgate("compare", "0002", "0003", "--threshold", "sdpaa=20", *WHERE)
+    status, out, err = perfgate("compare", "0002", "0003", "--threshold", "sdpaa=20%", *WHERE)
     line = error_line(err, "compare")
     assert (status, out) == (2, "")
     assert "--threshold names no family or test in these runs: sdpaa" in line
     assert "valid names: test_attention, test_dequantize" in line
     status, _, err = perfgate(
-        "compare", "0002", "0003", "--threshold", "test_attention=150", *WHERE
+        "compare", "0002", "0003", "--threshold", "test_attention=150%", *WHERE
     )
     assert status == 2 and "must be a fraction in [0, 1.0]" in error_line(err, "compare")
+
+
+def test_a_threshold_takes_the_gates_units():
+    """0.5 and 50% are the same threshold; a bare 50 is ambiguous and refused in one line."""
+    rows = []
+    for spec in ("0.5", "50%", "test_attention=50%"):
+        status, out, err = perfgate(
+            "compare", "0002", "0003", "--json", "--threshold", spec, *WHERE
+        )
+        assert status == 0, err
+        rows.append(
+            {r["name"]: r["threshold"] for r in json.loads(out) if "attention" in r["name"]}
+        )
+    assert rows[0] == rows[1] == rows[2] and set(rows[0].values()) == {0.5, None}  # None: not run
+    status, out, err = perfgate("compare", "0002", "0003", "--threshold", "50", *WHERE)
+    assert (status, out) == (2, "")
+    assert "threshold '50' is ambiguous: write 50% or 0.5" in error_line(err, "compare")
 
 
 def test_missing_run_file_names_it_and_exits_2(tmp_path):

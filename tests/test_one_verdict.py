@@ -94,7 +94,7 @@ def test_cpu_set_of_three_against_a_perturbed_run(tmp_path):
     run["benchmarks"].append({**dropped, "name": "test_new", "fullname": "x.py::test_new"})
     current = tmp_path / "current.json"
     current.write_text(json.dumps(run))
-    rows = assert_one_verdict(root, CPU, "0006", str(current), ["0.1"], ["10"])
+    rows = assert_one_verdict(root, CPU, "0006", str(current), ["0.1"], ["10%"])
     verdicts = verdict_of(rows)
     assert verdicts[slower["fullname"]] == "unconfirmed"
     assert (verdicts[dropped["fullname"]], verdicts["x.py::test_new"]) == ("not run", "new")
@@ -106,7 +106,7 @@ def test_h100_0001_against_0002_with_a_test_threshold():
     reasons = {row["message"] for row in rows if row["verdict"] == "not gated"}
     assert any("host-bound" in reason for reason in reasons)
     lenient = assert_one_verdict(BASELINES, H100, "0001", "0002", ["test_attention=0.5"],
-                                 ["test_attention=50"])  # fmt: skip
+                                 ["test_attention=50%"])  # fmt: skip
     attention = [r for r in lenient if "::test_attention[" in r["name"]]
     assert attention and {r["threshold"] for r in attention} == {0.5}
 
@@ -139,11 +139,11 @@ def synthetic_store(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     "specs, cli, flash",
     [
-        (["0.1"], ["10"], "unconfirmed"),
-        (["sdpa=0.25"], ["sdpa=25"], "unchanged"),
+        (["0.1"], ["10%"], "unconfirmed"),
+        (["sdpa=0.25"], ["sdpa=25%"], "unchanged"),
         (["SDPA=0.25"], ["Sdpa=25%"], "unchanged"),
-        (["0.25"], ["25"], "unchanged"),
-        (["sdpa=0.25", "test_attention=0.05"], ["sdpa=25", "test_attention=5"], "unconfirmed"),
+        (["0.25"], ["25%"], "unchanged"),
+        (["sdpa=0.25", "test_attention=0.05"], ["sdpa=25%", "test_attention=5%"], "unconfirmed"),
     ],
 )
 def test_synthetic_runs_with_a_family_threshold(tmp_path, specs, cli, flash):
@@ -166,7 +166,7 @@ def test_a_ratio_collapse_reads_the_same_on_every_path(tmp_path):
     current["benchmarks"][0] = attention("naive", 13e-6, 30)  # speedup 2.6 -> 1.1
     current["benchmarks"][1] = attention("flash", 11.5e-6, 31)  # +15 %, under sdpa=0.25
     (root / "SYNTH/machine/0004_current.json").write_text(json.dumps(current))
-    rows = assert_one_verdict(root, "SYNTH", "0003", "0004", ["sdpa=0.25"], ["sdpa=25"])
+    rows = assert_one_verdict(root, "SYNTH", "0003", "0004", ["sdpa=0.25"], ["sdpa=25%"])
     flash = next(row for row in rows if row["name"] == FLASH)
     assert flash["verdict"] == "unconfirmed" and "speedup over naive attention" in flash["message"]
 

@@ -183,7 +183,7 @@ def test_gate_and_compare_give_the_same_verdict(bench_project, monkeypatch):
     gate = json.loads((bench_project.path / "perfgate-results" / "gate.json").read_text())
     compare = bench_project.run(
         sys.executable, "-m", "perfgate", "compare", str(saved_runs(bench_project)[0]),
-        str(bench_project.path / "now.json"), "--json", "--threshold=90",
+        str(bench_project.path / "now.json"), "--json", "--threshold=90%",
     )  # fmt: skip
     assert compare.ret == 0, compare.stderr.str()
     by_compare = {row["name"]: row["verdict"] for row in json.loads(compare.stdout.str())}

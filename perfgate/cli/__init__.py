@@ -21,7 +21,7 @@ from perfgate.cli.runs import Hardware
 from perfgate.outputs import BadOutput
 from perfgate.report.plots import PlotsUnavailable
 from perfgate.store import StoreError
-from perfgate.verdict.rules import DEFAULT_ALPHA, parse_thresholds
+from perfgate.verdict.rules import DEFAULT_ALPHA, parse_fraction, parse_thresholds
 
 RESULTS = Path("perfgate-results")
 INTERRUPTED = 130  # exit status after Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
@@ -44,14 +44,12 @@ EXAMPLES = {
 }
 
 
-def _percent(text: str) -> str:
-    """'10', '10%', 'sdpa=25' as a threshold spec in percent: '10%', 'sdpa=25%'."""
-    name, _, value = text.rpartition("=")
+def _fraction(text: str) -> float:
+    """An argparse type for a threshold as the gate takes it: 0.03 or 3%; a bare 3 is refused."""
     try:
-        percent = float(value.strip().rstrip("%").strip())
+        return parse_fraction(text)
     except ValueError as error:
-        raise argparse.ArgumentTypeError(f"not a percentage: {text!r}") from error
-    return f"{name}={percent}%" if name else f"{percent}%"
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _subparser(commands, name: str, summary: str, parents=()) -> argparse.ArgumentParser:
@@ -98,13 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--json", action="store_true", help="print the verdicts as JSON")
     compare.add_argument(
         "--threshold",
-        type=_percent,
         action="append",
         default=[],
-        metavar="[NAME=]PERCENT",
+        metavar="[NAME=]FRACTION",
         help="smallest change called a regression or improvement, for every benchmark or for a "
         "family or test (repeatable; default: what a test declared, else from each case's "
-        "measured noise), as --perf-gate takes it",
+        "measured noise), as --perf-gate-threshold takes it: 0.1 or 10%%, a bare 10 is refused",
     )
     compare.add_argument(
         "--alpha",
@@ -154,7 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder for the tables and traces (default: %(default)s)",
     )
     ab.add_parser(commands)
-    nightly.add_parser(commands, _percent)
+    nightly.add_parser(commands, _fraction)
     add_dashboard_parser(commands, argparse.RawDescriptionHelpFormatter)
     add_bisect_parser(commands, argparse.RawDescriptionHelpFormatter)
     return parser
