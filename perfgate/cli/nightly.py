@@ -4,10 +4,12 @@ settle is judged by an interleaved A/B (``perfgate ab``'s machinery) between the
 commit and the tree under test, on the same GPU, at ``--target`` (3 %). Only a case the A/B
 finds slower fails the night; the report says, per case, which comparison decided.
 
-A case goes to the A/B when the stored comparison flagged it (regression or unconfirmed), could
-not gate it (host-bound, a run-time choice, too few rounds, too noisy), saw it power-limited (its
-stored comparison drifts with the clock between sessions), saw it slower than ``--screen``, or
-gated it at a threshold looser than the target (other than a test's own marker).
+A host-bound case is gated on its exact launch counts by the stored comparison (the A/B cannot
+see 3 % in a time that follows host jitter); a count that grew fails the night without an A/B.
+Every other case goes to the A/B when the stored comparison flagged it (regression or
+unconfirmed), could not gate it (a run-time choice, too few rounds, too noisy), saw it
+power-limited (its stored comparison drifts with the clock between sessions), saw it slower than
+``--screen``, or gated it at a threshold looser than the target (other than a test's own marker).
 
 Exit status: 0 the night passes, 1 an A/B-confirmed regression or a failing test, 2 an error (one
 line), pytest's own status when the stored comparison could not run (4 usage, 6 gate could not
@@ -49,7 +51,7 @@ class NightlyOptions:
 def ab_reason(row: dict, screen: float, target: float) -> str | None:
     """Why a row of gate.json goes to the A/B, or None when the stored comparison decides."""
     verdict, change = row["verdict"], row.get("change_percent")
-    if verdict in ("new", "not run"):
+    if verdict in ("new", "not run") or row.get("gated_on"):  # exact counts need no A/B
         return None
     if verdict in ("regression", "unconfirmed"):
         return f"stored comparison: {verdict}"
