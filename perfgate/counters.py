@@ -112,7 +112,16 @@ def counter_findings(
         regressions.append(f"{described}, tolerance {tolerance:.2%})")
     elif change < -tolerance:
         improvements.append(f"{described})")
-    old, new = baseline_extra.get("counters") or {}, current_extra.get("counters") or {}
+    more, fewer = exact_findings(baseline_extra.get("counters"), current_extra.get("counters"))
+    return regressions + more, improvements + fewer
+
+
+def exact_findings(old: dict | None, new: dict | None) -> tuple[list[str], list[str]]:
+    """(regressions, improvements) of the exact counters present on both sides: no tolerance,
+    any increase is a regression, any decrease an improvement."""
+    old, new = old or {}, new or {}
+    regressions: list[str] = []
+    improvements: list[str] = []
     for name in sorted(set(old) & set(new)):
         described = f"{name} {new[name]} vs baseline {old[name]} (exact"
         if new[name] > old[name]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import _pytest_benchmark, options, profiling
+from perfgate import _pytest_benchmark, launch_counts, options, profiling
 from perfgate.baseline_session import GATE_NOT_RUN, BaselineChoice, Saver
 from perfgate.counters import is_instructions
 from perfgate.declarations import declarations, test_name, uses_benchmark
@@ -113,6 +113,12 @@ class GateSession:
             names = rerun_names(self.results, current, declarations_of(current))
             say(self.config, f"perfgate gate: re-running {len(names)} benchmarks to confirm")
             confirmation = self.rerun(session, names)
+            self.results = judge(members, current, self.thresholds, confirmation)
+        # launch counts last: profiling leaves CUPTI attached, which would slow re-runs' timings
+        counts = launch_counts.count_cases(session, set(current.benchmarks))
+        if counts:
+            for name, value in counts.items():
+                current.benchmarks[name].extra_info[launch_counts.KEY] = value
             self.results = judge(members, current, self.thresholds, confirmation)
         regressed = {r.name for r in self.results if r.verdict is Verdict.REGRESSION}
         # a counted case shows its function diff instead; only perfgate.timing's cases profile

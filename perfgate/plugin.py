@@ -58,6 +58,7 @@ class Asked:
             baseline_session,
             gate,
             instructions_plugin,
+            launch_counts,
             nvml,
             outputs,
             profiling,
@@ -80,6 +81,11 @@ class Asked:
         if _stores_profiles(config):
             config.pluginmanager.register(profiling.ProfileStore(config), "perfgate-profile-store")
         use_gate = config.getoption("--perf-gate")
+        launch_counts.countable.clear()
+        launch_counts.collected.clear()
+        if not use_gate and _saves(config):  # the gate counts after its own re-runs
+            store = launch_counts.LaunchCountStore(config)
+            config.pluginmanager.register(store, "perfgate-launch-counts")
         if use_gate and (
             getattr(config.option, "numprocesses", None) or hasattr(config, "workerinput")
         ):
@@ -139,9 +145,12 @@ class Asked:
 
 def _stores_profiles(config: pytest.Config) -> bool:
     choice = config.getoption("--perf-store-profiles")
+    return choice == "always" or (choice == "saved" and _saves(config))
+
+
+def _saves(config: pytest.Config) -> bool:
     saving = bool(config.getoption("benchmark_save", None))
-    saving = saving or bool(config.getoption("benchmark_autosave", None))
-    return choice == "always" or (choice == "saved" and saving)
+    return saving or bool(config.getoption("benchmark_autosave", None))
 
 
 def _check_histogram(config: pytest.Config) -> None:

@@ -3,7 +3,7 @@
 Two clocks, chosen per benchmark:
 - wall time (``time_wall``): back-to-back calls as a user feels them; on CUDA the round is read
   with CUDA events, so sync latency stays out, and a round lasts long enough (``round_seconds``)
-  that the launch of its first call vanishes.
+  that the launch of its first call vanishes (its launches are counted later: launch_counts).
 - device time (``time_device``): a kernel's GPU time per call; on CUDA the calls are captured in a
   CUDA graph over rotating buffers (so L2 cannot hold the working set) and the graph is replayed.
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from perfgate import _pytest_benchmark, nvml, profiling
+from perfgate import _pytest_benchmark, launch_counts, nvml, profiling
 from perfgate.stats import median
 
 HOST_BOUND_FRACTION = 0.8  # host enqueue above this share of the device time: the host limits
@@ -39,8 +39,7 @@ class Budget:
 
 
 def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    torch.cuda.synchronize(device) if device.type == "cuda" else None
 
 
 def cuda_event_clock(seconds_per_unit: float = 1.0) -> Callable[[], float]:
@@ -104,6 +103,8 @@ def time_wall(benchmark, fn: Callable[[], object], device: torch.device, budget:
     profiling.profilable.add(benchmark.fullname)
     if profiling.active():
         return profiling.profile_calls(benchmark, fn, device)
+    if device.type == "cuda" and launch_counts.counting():
+        return launch_counts.count_case(benchmark, fn, device)
     if benchmark.disabled:  # --benchmark-disable runs the body once, untimed
         benchmark.pedantic(fn)
         synchronize(device)
@@ -113,6 +114,7 @@ def time_wall(benchmark, fn: Callable[[], object], device: torch.device, budget:
     facts = {"clock": "perf_counter", "iterations": iterations, "rounds": rounds}
     clocks = None
     if device.type == "cuda":
+        launch_counts.countable.add(benchmark.fullname)  # its launches: counted after the loop
         clocks = use_cuda_clock(benchmark, cuda_event_clock())
         host = host_enqueue_seconds(fn, device, max(iterations, 3))
         device_seconds = do_bench_seconds(fn)

@@ -10,9 +10,13 @@ from pathlib import Path
 import pytest
 import test_cli_ab
 from cli_helpers import error_line, perfgate
+from synthetic_runs import rounds_at
 from test_cli_ab import CLOCK, commit, git, worktrees
 
-from perfgate.cli.nightly import ab_reason, failing_tests
+from perfgate.cli.nightly import ab_reason, failing_tests, undecided
+from perfgate.stats import compare_samples
+from perfgate.verdict import Verdict
+from perfgate.verdict.outcome import GateResult
 
 repo = test_cli_ab.repo  # the throwaway git project, as a fixture of this module too
 WORK = "perf_tests/test_work.py::test_work"
@@ -178,3 +182,33 @@ def pytest_run(root: Path, *argv: str):
     # not an xdist worker's variables: pytest-benchmark would take the session for a worker
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
     return subprocess.run(command, cwd=root, capture_output=True, text=True, env=env)
+
+
+def test_screen_and_target_given_in_percent_send_every_gated_case_to_the_ab(repo, tmp_path):
+    results = tmp_path / "results"
+    write_gate(results, row(change=0.3))  # 0.3 % slower: below the default 1 % screen
+    status, out, err = nightly(results, "--base-ref", "HEAD", "--screen=-100", "--target", "5")
+    assert status == 0, out + err
+    data = json.loads((results / "nightly-verdicts.json").read_text())
+    assert (data["screen"], data["target"]) == (-1.0, 0.05)
+    case = verdicts(results)[WORK]
+    assert case["decided_by"] == "A/B" and case["why_ab"].startswith("stored comparison +0.3%")
+
+
+def test_more_blocks_below_zero_is_one_line(repo, tmp_path):
+    write_gate(tmp_path / "results", row())
+    status, _, err = nightly(tmp_path / "results", "--more-blocks", "-1")
+    assert status == 2 and "--more-blocks -1: 0 or more" in error_line(err, "nightly")
+
+
+def test_the_ab_runs_more_blocks_only_for_the_cases_it_left_undecided():
+    slower = compare_samples(rounds_at(1.0, 0), rounds_at(1.04, 1))
+    results = [
+        GateResult("a", Verdict.NOT_GATED, "not gated: slower by 4 %, not significant", slower),
+        GateResult(
+            "b", Verdict.NOT_GATED, "not gated: 1 block pairs, needs 2"
+        ),  # nothing to add to
+        GateResult("c", Verdict.REGRESSION, "slower by 4 %", slower),
+        GateResult("d", Verdict.UNCHANGED, "median ...", slower),
+    ]
+    assert undecided(results) == ["a"]

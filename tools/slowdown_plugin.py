@@ -10,6 +10,11 @@ Not for real runs. ``pytest perf_tests -p tools.slowdown_plugin --perf-gate`` wi
   time for models), net of the extra kernel node's cost. What it added, measured right there
   against the same calls without it, is saved as ``extra_info["injected_fraction"]`` (and logged
   to ``PERFGATE_SLOWDOWN_LOG``). For the nightly's A/B, load this plugin in B only.
+- ``gpu-sleep-table``: the same, sized per case: ``PERFGATE_SLOWDOWN_TABLE`` is a JSON file of
+  {test name: percent}; cases it does not name are left alone (the null cases of the same A/B).
+  With ``PERFGATE_SLOWDOWN_CYCLES`` (a JSON file), a case's sleep is sized once, in the first
+  process that runs it, and every later process (each B block) reuses the same cycles, so the
+  injected slowdown does not vary from block to block with each block's own sizing noise.
 """
 
 from __future__ import annotations
@@ -70,30 +75,56 @@ def _log(benchmark, facts: dict) -> dict:
     return facts
 
 
-def _install_gpu_sleep(fraction: float) -> None:
+def _fraction_of(benchmark, fraction: float | None) -> float | None:
+    if fraction is not None:
+        return fraction
+    with open(os.environ["PERFGATE_SLOWDOWN_TABLE"], encoding="utf-8") as table:
+        percent = json.load(table).get(benchmark.name)
+    return None if percent is None else percent / 100.0
+
+
+def _cycles(benchmark, fraction: float, seconds_with) -> tuple[int, dict]:
+    """``_sized``, or the cycles an earlier process sized for the case (SLOWDOWN_CYCLES)."""
+    path = os.environ.get("PERFGATE_SLOWDOWN_CYCLES")
+    known = {}
+    if path and os.path.exists(path):
+        with open(path, encoding="utf-8") as stored:
+            known = json.load(stored)
+    if benchmark.name in known:
+        return known[benchmark.name], {"injected_cycles": known[benchmark.name], "reused": True}
+    cycles, facts = _sized(fraction, seconds_with)
+    if path:
+        with open(path, "w", encoding="utf-8") as stored:
+            json.dump(known | {benchmark.name: cycles}, stored)
+    return cycles, facts
+
+
+def _install_gpu_sleep(fixed: float | None) -> None:
     original_device, original_wall = perfgate.timing.time_device, perfgate.timing.time_wall
 
     def time_device(benchmark, calls, device, budget):
-        if device.type != "cuda" or benchmark.disabled:
+        fraction = _fraction_of(benchmark, fixed)
+        if device.type != "cuda" or benchmark.disabled or fraction is None:
             return original_device(benchmark, calls, device, budget)
 
         def seconds_with(cycles):
             wrapped = calls if cycles is None else [_with_sleep(c, cycles) for c in calls]
             return perfgate.timing.graph_seconds_per_call(wrapped, device)
 
-        cycles, facts = _sized(fraction, seconds_with)
+        cycles, facts = _cycles(benchmark, fraction, seconds_with)
         wrapped = [_with_sleep(c, cycles) for c in calls]
         return original_device(benchmark, wrapped, device, budget) | _log(benchmark, facts)
 
     def time_wall(benchmark, fn, device, budget):
-        if device.type != "cuda" or benchmark.disabled:
+        fraction = _fraction_of(benchmark, fixed)
+        if device.type != "cuda" or benchmark.disabled or fraction is None:
             return original_wall(benchmark, fn, device, budget)
 
         def seconds_with(cycles):
             timed = fn if cycles is None else _with_sleep(fn, cycles)
             return perfgate.timing.seconds_per_call(timed, device, calls=20)
 
-        cycles, facts = _sized(fraction, seconds_with)
+        cycles, facts = _cycles(benchmark, fraction, seconds_with)
         return original_wall(benchmark, _with_sleep(fn, cycles), device, budget) | _log(
             benchmark, facts
         )
@@ -110,7 +141,9 @@ def _install_gpu_sleep(fraction: float) -> None:
 
 
 def pytest_configure(config) -> None:
-    if MODE.startswith("gpu-sleep-"):
+    if MODE == "gpu-sleep-table":
+        _install_gpu_sleep(None)
+    elif MODE.startswith("gpu-sleep-"):
         _install_gpu_sleep(float(MODE.removeprefix("gpu-sleep-")) / 100.0)
     elif MODE == "dequantize-twice":
         original = kernels.mxint8.dequantize

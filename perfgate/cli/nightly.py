@@ -4,10 +4,12 @@ settle is judged by an interleaved A/B (``perfgate ab``'s machinery) between the
 commit and the tree under test, on the same GPU, at ``--target`` (3 %). Only a case the A/B
 finds slower fails the night; the report says, per case, which comparison decided.
 
-A case goes to the A/B when the stored comparison flagged it (regression or unconfirmed), could
-not gate it (host-bound, a run-time choice, too few rounds, too noisy), saw it power-limited (its
-stored comparison drifts with the clock between sessions), saw it slower than ``--screen``, or
-gated it at a threshold looser than the target (other than a test's own marker).
+A host-bound case is gated on its exact launch counts by the stored comparison (the A/B cannot
+see 3 % in a time that follows host jitter); a count that grew fails the night without an A/B.
+Every other case goes to the A/B when the stored comparison flagged it (regression or
+unconfirmed), could not gate it (a run-time choice, too few rounds, too noisy), saw it
+power-limited (its stored comparison drifts with the clock between sessions), saw it slower than
+``--screen``, or gated it at a threshold looser than the target (other than a test's own marker).
 
 Exit status: 0 the night passes, 1 an A/B-confirmed regression or a failing test, 2 an error (one
 line), pytest's own status when the stored comparison could not run (4 usage, 6 gate could not
@@ -21,7 +23,7 @@ import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from perfgate.cli import ab
@@ -42,14 +44,15 @@ class NightlyOptions:
     baseline: Path | None = None  # the baseline run whose commit A is (default: the gate's)
     screen: float = SCREEN
     target: float = TARGET
-    blocks: int = 5
+    blocks: int = 3  # 3-5 % caught in 22 of 22 with 3 (docs/gate-validation/h100-session7/)
     pytest_args: list[str] = field(default_factory=list)
+    more_blocks: int = 3  # extra block pairs for the cases the first blocks left undecided
 
 
 def ab_reason(row: dict, screen: float, target: float) -> str | None:
     """Why a row of gate.json goes to the A/B, or None when the stored comparison decides."""
     verdict, change = row["verdict"], row.get("change_percent")
-    if verdict in ("new", "not run"):
+    if verdict in ("new", "not run") or row.get("gated_on"):  # exact counts need no A/B
         return None
     if verdict in ("regression", "unconfirmed"):
         return f"stored comparison: {verdict}"
@@ -136,15 +139,32 @@ def _gate_baseline(results: Path):
     return hardware.newest(1)[0]
 
 
+def _selection(names) -> str:
+    return " or ".join(sorted({name.split("::")[-1] for name in names}))
+
+
+def undecided(results) -> list[str]:
+    """Cases the A/B compared but could not decide (a slowdown past the target that is not yet
+    significant, block pairs that disagree): more block pairs may decide them."""
+    return [r.name for r in results if r.verdict.value == "not gated" and r.comparison]
+
+
 def confirm(names: list[str], commit: str, options: NightlyOptions, err) -> dict:
-    """name -> AbResult of an interleaved A/B of ``names`` between ``commit`` and this tree."""
-    tests = sorted({name.split("::")[-1] for name in names})
-    ab_options = ab.AbOptions(commit, " or ".join(tests), options.blocks, None,
+    """name -> AbResult of an interleaved A/B of ``names`` between ``commit`` and this tree;
+    the cases it leaves undecided run ``options.more_blocks`` more block pairs, alone."""
+    ab_options = ab.AbOptions(commit, _selection(names), options.blocks, None,
                               options.pytest_args, Thresholds(default=options.target),
                               options.results / "ab.json")  # fmt: skip
     root = ab.repository_root(Path.cwd())
     with ab.base_worktree(root, commit) as base:
-        runs = ab.run_blocks({"A": base, "B": root}, ab_options, err)
+        trees = {"A": base, "B": root}
+        runs = ab.run_blocks(trees, ab_options, err)
+        results = ab.judge_pairs(runs, ab_options)
+        if (again := undecided(results)) and options.more_blocks:
+            print(f"{len(again)} undecided: {options.more_blocks} more blocks", file=err)
+            more = replace(ab_options, expression=_selection(again), blocks=options.more_blocks)
+            extra = ab.run_blocks(trees, more, err)
+            runs = {label: runs[label] + extra[label] for label in runs}
     results = ab.judge_pairs(runs, ab_options)
     ab_options.out.write_text(json.dumps(ab.as_json(results, ab_options, commit), indent=2))
     return {result.name: result for result in results}
@@ -201,7 +221,7 @@ def add_parser(commands, percent) -> None:
     )
     nightly.usage = ("perfgate nightly [-h] [--results DIR] [--confirm-only] [--base-ref REF] "
                      "[--baseline RUN] [--screen PCT] [--target PCT] [--blocks B] "
-                     "[-- PYTEST_ARG ...]")  # fmt: skip
+                     "[--more-blocks M] [-- PYTEST_ARG ...]")  # fmt: skip
     nightly.add_argument("--results", type=Path, default=RESULTS, metavar="DIR",
                          help="folder for gate.*, nightly.json, ab.json, nightly.md")  # fmt: skip
     nightly.add_argument("--confirm-only", action="store_true",
@@ -212,13 +232,23 @@ def add_parser(commands, percent) -> None:
                          help="stored change that sends a gated case to the A/B (1%%)")  # fmt: skip
     nightly.add_argument("--target", type=percent, default=TARGET, metavar="PCT",
                          help="the A/B's threshold (3%%)")  # fmt: skip
-    nightly.add_argument("--blocks", type=int, default=5, metavar="B",
+    nightly.add_argument("--blocks", type=int, default=3, metavar="B",
                          help="A/B blocks per tree (default: %(default)s)")  # fmt: skip
+    nightly.add_argument("--more-blocks", type=int, default=3, metavar="M",
+                         help="more blocks per tree for the cases left undecided "
+                              "(default: %(default)s)")  # fmt: skip
+
+
+def _fraction(value: float | str) -> float:
+    """A default (a fraction) or what the CLI's percent type made of an argument ('3.0%')."""
+    return value if isinstance(value, float) else float(value.rstrip("%")) / 100.0
 
 
 def options_from(args, pytest_args: list[str]) -> NightlyOptions:
     if args.blocks < 2:
         raise StoreError(f"--blocks {args.blocks}: at least 2 (3 or more for significance)")
+    if args.more_blocks < 0:
+        raise StoreError(f"--more-blocks {args.more_blocks}: 0 or more")
     return NightlyOptions(args.results, args.confirm_only, args.base_ref, args.baseline,
-                          float(args.screen), float(args.target), args.blocks,
-                          pytest_args)  # fmt: skip
+                          _fraction(args.screen), _fraction(args.target), args.blocks,
+                          pytest_args, args.more_blocks)  # fmt: skip

@@ -27,6 +27,11 @@ def _stored(row: dict) -> str:
     return row["verdict"] + (f" {change:+.1f}%" if change is not None else "")
 
 
+def _stored_by(row: dict) -> str:
+    """STORED, naming what it gated on when that was not time (a host-bound case's counts)."""
+    return f"{STORED}, {row['gated_on']}" if row.get("gated_on") else STORED
+
+
 def _ab(result) -> str:
     c = result.comparison
     if c is None or not c.enough_rounds:
@@ -43,7 +48,7 @@ def decide(rows: list[dict], reasons: dict[str, str], verdicts: dict) -> list[Ni
         why = reasons.get(name)
         result = verdicts.get(name)
         if why is None:
-            decided = STORED if row["gated"] else None
+            decided = _stored_by(row) if row["gated"] else None
             fields = (row["verdict"], decided, stored, None, None, row["message"], change)
         elif result is None:
             message = "not gated: the A/B did not run it in both trees"
@@ -70,7 +75,7 @@ def markdown(night: list[NightRow], commit: str, blocks: int, target: float, fai
     for row in night:
         counts[row.verdict] = counts.get(row.verdict, 0) + 1
     by_ab = sum(row.decided_by == AB for row in night)
-    by_stored = sum(row.decided_by == STORED for row in night)
+    by_stored = sum((row.decided_by or "").startswith(STORED) for row in night)
     lines = ["# perfgate nightly", ""]
     lines.append(
         f"{len(night)} cases: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))

@@ -45,6 +45,7 @@ class GateResult:
     threshold_source: str | None = None  # "marker", "given for sdpa", "floor 3 % (...)", ...
     details: tuple[str, ...] = ()  # lines shown under the row, e.g. a function-level diff
     clocks: str | None = None  # "power-limited: ...": explains a change, never stops the gate
+    gated_on: str | None = None  # what decided a gated case other than time ("exact launch counts")
 
 
 def time_outcome(

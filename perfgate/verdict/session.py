@@ -23,6 +23,7 @@ from perfgate.counters import (
 )
 from perfgate.stats import MIN_ROUNDS, Comparison, compare_samples
 from perfgate.verdict.clocks import clocks_note
+from perfgate.verdict.launches import judge_launches
 from perfgate.verdict.noise import case_threshold
 from perfgate.verdict.outcome import GateResult, Verdict, time_outcome
 from perfgate.verdict.pairing import (
@@ -148,6 +149,8 @@ def _verdict_of(
     threshold = case.value
     row = dict(name=name, family=family, threshold=threshold, threshold_source=case.source)
     reason = _not_gated(before, now, context.untrusted)
+    if reason == f"not gated: {HOST_BOUND}" and (counted := judge_launches(before, now, row)):
+        return counted
     if reason is None and case.too_noisy:
         reason = f"not gated: {case.too_noisy}"
     if reason:

@@ -134,6 +134,7 @@ def as_json(results: list[GateResult]) -> list[dict]:
                 "current_median_s": c.current_median if c else None,
                 "change_percent": c.change_percent if c else None,
                 "clocks": r.clocks,
+                "gated_on": r.gated_on,
             }
         )
     return rows
