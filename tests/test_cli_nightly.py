@@ -187,7 +187,7 @@ def pytest_run(root: Path, *argv: str):
 def test_screen_and_target_given_in_percent_send_every_gated_case_to_the_ab(repo, tmp_path):
     results = tmp_path / "results"
     write_gate(results, row(change=0.3))  # 0.3 % slower: below the default 1 % screen
-    status, out, err = nightly(results, "--base-ref", "HEAD", "--screen=-100", "--target", "5")
+    status, out, err = nightly(results, "--base-ref", "HEAD", "--screen=-100%", "--target", "5%")
     assert status == 0, out + err
     data = json.loads((results / "nightly-verdicts.json").read_text())
     assert (data["screen"], data["target"]) == (-1.0, 0.05)

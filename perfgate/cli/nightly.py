@@ -213,14 +213,14 @@ def write(night: list[NightRow], options: NightlyOptions, commit: str, failed: i
     (options.results / "nightly-gate.json").write_text(json.dumps(gate, indent=2) + "\n")
 
 
-def add_parser(commands, percent) -> None:
+def add_parser(commands, fraction) -> None:
     nightly = commands.add_parser(
         "nightly",
         help="the nightly gate: stored comparison, then an A/B of what it cannot settle",
         description=__doc__.split("\n\n")[0],
     )
     nightly.usage = ("perfgate nightly [-h] [--results DIR] [--confirm-only] [--base-ref REF] "
-                     "[--baseline RUN] [--screen PCT] [--target PCT] [--blocks B] "
+                     "[--baseline RUN] [--screen FRACTION] [--target FRACTION] [--blocks B] "
                      "[--more-blocks M] [-- PYTEST_ARG ...]")  # fmt: skip
     nightly.add_argument("--results", type=Path, default=RESULTS, metavar="DIR",
                          help="folder for gate.*, nightly.json, ab.json, nightly.md")  # fmt: skip
@@ -228,9 +228,9 @@ def add_parser(commands, percent) -> None:
                          help="skip the stored comparison; read DIR/gate.json")  # fmt: skip
     nightly.add_argument("--base-ref", metavar="REF", help="A's commit (default: the baseline's)")
     nightly.add_argument("--baseline", type=Path, metavar="RUN", help="baseline run file")
-    nightly.add_argument("--screen", type=percent, default=SCREEN, metavar="PCT",
+    nightly.add_argument("--screen", type=fraction, default=SCREEN, metavar="FRACTION",
                          help="stored change that sends a gated case to the A/B (1%%)")  # fmt: skip
-    nightly.add_argument("--target", type=percent, default=TARGET, metavar="PCT",
+    nightly.add_argument("--target", type=fraction, default=TARGET, metavar="FRACTION",
                          help="the A/B's threshold (3%%)")  # fmt: skip
     nightly.add_argument("--blocks", type=int, default=3, metavar="B",
                          help="A/B blocks per tree (default: %(default)s)")  # fmt: skip
@@ -239,16 +239,11 @@ def add_parser(commands, percent) -> None:
                               "(default: %(default)s)")  # fmt: skip
 
 
-def _fraction(value: float | str) -> float:
-    """A default (a fraction) or what the CLI's percent type made of an argument ('3.0%')."""
-    return value if isinstance(value, float) else float(value.rstrip("%")) / 100.0
-
-
 def options_from(args, pytest_args: list[str]) -> NightlyOptions:
     if args.blocks < 2:
         raise StoreError(f"--blocks {args.blocks}: at least 2 (3 or more for significance)")
     if args.more_blocks < 0:
         raise StoreError(f"--more-blocks {args.more_blocks}: 0 or more")
     return NightlyOptions(args.results, args.confirm_only, args.base_ref, args.baseline,
-                          _fraction(args.screen), _fraction(args.target), args.blocks,
+                          args.screen, args.target, args.blocks,
                           pytest_args, args.more_blocks)  # fmt: skip
