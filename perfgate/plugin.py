@@ -50,6 +50,16 @@ def pytest_configure(config: pytest.Config) -> None:
         pytest.exit(f"perfgate gate cannot run: {error}", returncode=GATE_NOT_RUN)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` on CUDA: one worker per GPU, each timing on its own (perfgate.workers)."""
+    if not options.asked(config) or not uses_cuda(config):
+        return None
+    from perfgate import gpu
+
+    return gpu.device_count() or None
+
+
 class Asked:
     """The hooks of a session that asked for perfgate: store, compare, save, gate, profiles."""
 
@@ -62,6 +72,8 @@ class Asked:
             outputs,
             profiling,
             saving,
+            sharding,
+            workers,
         )
 
         self.config = config
@@ -80,20 +92,15 @@ class Asked:
         if _stores_profiles(config):
             config.pluginmanager.register(profiling.ProfileStore(config), "perfgate-profile-store")
         use_gate = config.getoption("--perf-gate")
-        if use_gate and (
-            getattr(config.option, "numprocesses", None) or hasattr(config, "workerinput")
-        ):
-            raise baseline_session.GateCannotRun(
-                "pytest-xdist (-n) is on, and pytest-benchmark does not time under xdist: "
-                "run the gate without -n"
-            )
         thresholds = gate.thresholds_from(config) if use_gate else None  # usage errors first
         instructions_plugin.configure(config)
+        gate_class = workers.configure(config, uses_cuda(config))  # -n: pin, merge (xdist)
         self.key = storage_key(config)
         choice = baseline_session.choose(config, self.key, use_gate)
         self.saver = baseline_session.Saver(config, choice, self.key)
+        sharding.configure(config, choice.key_folder)  # --perf-shard: before the gate's checks
         if use_gate:
-            session = gate.GateSession(config, choice, self.saver, thresholds)
+            session = gate_class(config, choice, self.saver, thresholds)
             config.pluginmanager.register(session, "perfgate-gate")
 
     @pytest.hookimpl(trylast=True)  # pytest-benchmark's session exists by now
@@ -110,7 +117,7 @@ class Asked:
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)  # a project's own hook adds to it after
     def pytest_benchmark_update_machine_info(self, config: pytest.Config, machine_info: dict):
-        from perfgate import machine
+        from perfgate import machine, sharding
 
         use_cuda = uses_cuda(config)
         machine_info["perfgate"] = {
@@ -118,6 +125,7 @@ class Asked:
             "software": machine.software_versions(),
             "gpu_health": machine.gpu_health() if use_cuda else {"available": False},
             "clocks_locked": self.clocks[1],
+            **sharding.machine_info(config),
         }
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)  # before pytest-benchmark saves and shows
