@@ -99,6 +99,7 @@ class WorkerGate(GateSession):
     """The gate in a worker: checks, confirmation re-runs and profiles of its own cases; the
     controller judges the merged run, reports and sets the exit status."""
 
+    @pytest.hookimpl(trylast=True)  # after -k / -m deselection, as the gate's own
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         super().pytest_collection_modifyitems(items)
         if self.problem:

@@ -49,6 +49,11 @@ def test_second(benchmark, case):
 
 @pytest.fixture
 def cases_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    return make_cases_project(pytester, monkeypatch)
+
+
+def make_cases_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
+    """Five benchmark cases of two test functions on the exact virtual clock."""
     pytester.makepyfile(virtual_clock=CASE_CLOCK, test_cases=CASES)
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(name, raising=False)
