@@ -25,6 +25,8 @@ from perfgate import _pytest_benchmark, gpu
 from perfgate.benchmark import run_from_json
 from perfgate.gate import GateSession
 from perfgate.merge import MergeError, merge_runs
+from perfgate.reruns import say
+from perfgate.saving import SAVE_FAILED
 
 RUN, GATE, PROBLEM = "perfgate_run", "perfgate_gate", "perfgate_problem"  # workeroutput keys
 
@@ -131,7 +133,7 @@ class Controller:
 
     def pytest_testnodedown(self, node, error) -> None:
         output = getattr(node, "workeroutput", None) or {}
-        worker = output.get("workerid") or str(node.gateway.id)
+        worker = (getattr(node, "workerinput", None) or {}).get("workerid") or str(node.gateway.id)
         self.sent[worker] = {key: output.get(key) for key in (RUN, GATE, PROBLEM)}
 
     def merge(self) -> dict | None:
@@ -147,10 +149,8 @@ class Controller:
         return self.merged
 
     def confirmation(self) -> dict | None:
-        sent = [json.loads(s[GATE]) for s in self.sent.values() if s.get(GATE)]
-        parts = {
-            str(i): part["confirmation"] for i, part in enumerate(sent) if part["confirmation"]
-        }
+        sent = {w: json.loads(s[GATE]) for w, s in self.sent.items() if s.get(GATE)}
+        parts = {w: part["confirmation"] for w, part in sent.items() if part["confirmation"]}
         return merge_runs(parts, "worker") if parts else None
 
     def profiles(self) -> dict:
@@ -164,6 +164,9 @@ class Controller:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         merged = self.merge()
         if merged is None:
+            if self.problem and not self.config.getoption("--perf-gate"):  # the gate says it
+                say(self.config, f"perfgate: NOT saved or written: {self.problem}")
+                session.exitstatus = SAVE_FAILED
             return
         if target := self.config.option.benchmark_json:
             _write_json(target, merged)

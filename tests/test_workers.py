@@ -4,14 +4,17 @@ store and the gate read like any other."""
 from __future__ import annotations
 
 import json
+import sys
+import types
 
 import pytest
 from synthetic_runs import entry, rounds, run_json
+from test_nvml import FAKE_PYNVML
 from test_plugin import saved_runs
 from test_sharding import make_cases_project, samples, verdicts
 from test_sharding import run as sharded_run
 
-from perfgate import gpu
+from perfgate import gpu, machine, nvml, workers
 from perfgate.benchmark import run_from_json
 from perfgate.merge import MergeError, merge_runs
 from perfgate.verdict import judge
@@ -196,3 +199,31 @@ def test_gpus_of_one_model_share_a_hardware_key_and_two_models_do_not_merge():
         "gw1": worker_run("test_b", key="NVIDIA-H200"),
     }
     assert run_from_json(merge_runs(h200, "worker"), None).hardware_key == "NVIDIA-H200"
+
+
+def test_a_pinned_worker_reads_the_clocks_and_health_of_its_own_gpu(monkeypatch):
+    module = types.ModuleType("pynvml")
+    exec(FAKE_PYNVML + "\ndef nvmlDeviceGetUUID(handle):\n    return f'GPU-{handle[1]}'\n",
+         module.__dict__)  # fmt: skip
+    monkeypatch.setitem(sys.modules, "pynvml", module)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    try:
+        facts = gpu.pin("gw1", FakeCuda(2))
+        assert facts["uuid"] == "GPU-1" and nvml.device().handle == ("gpu", 1)
+        assert machine.gpu_health()["clocks.sm"] == "1980"  # read through GPU 1's handle
+    finally:
+        nvml.select(0)
+
+
+def test_a_worker_records_its_gpu_and_leaves_saving_to_the_controller():
+    option = types.SimpleNamespace(benchmark_save="x", benchmark_autosave=True, benchmark_json="j")
+    facts = {"worker": "gw1", "index": 1}
+    worker = workers.Worker(types.SimpleNamespace(option=option), facts)
+    assert (option.benchmark_save, option.benchmark_autosave, option.benchmark_json) == (
+        None,
+        False,
+        None,
+    )
+    machine_info = {"perfgate": {"hardware_key": "NVIDIA-H200"}}
+    worker.pytest_benchmark_update_machine_info(machine_info)
+    assert machine_info["perfgate"] == {"hardware_key": "NVIDIA-H200", "gpu": facts}
