@@ -1,7 +1,8 @@
 """``--perf-shard I/N``: this session runs part I of N of the collected matrix (CI runners).
 
-The parts are balanced by the durations stored in the newest saved run of this hardware key: the
-cases are placed longest first, each on the part with the least time so far (ties: the lower
+The parts are balanced by the durations stored in the newest saved run of this hardware key:
+groups of cases (a case and the partners of its same-run ratios, which must be timed in one
+session) are placed longest first, each on the part with the least time so far (ties: the lower
 part, then the name). A case the run does not hold counts as the mean stored case (one even
 share); with no stored run every case counts the same. The split depends only on the collected
 names and the stored run, so every runner of one CI matrix computes the same split, and a shard
@@ -17,6 +18,8 @@ import re
 from pathlib import Path
 
 import pytest
+
+from perfgate.declarations import ratio_group
 
 SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
@@ -44,17 +47,23 @@ def durations(run) -> dict[str, float]:
     return spent
 
 
-def split(names: list[str], stored: dict[str, float], count: int) -> dict[str, int]:
-    """Each name's part (1..count): longest first onto the least loaded part."""
+def split(
+    names: list[str], stored: dict[str, float], count: int, groups: dict[str, str] | None = None
+) -> dict[str, int]:
+    """Each name's part (1..count): groups (``groups``: name -> group, default each name its
+    own) longest first onto the least loaded part."""
     known = [stored[n] for n in names if n in stored]
     share = sum(known) / len(known) if known else 1.0
-    cost = {name: stored.get(name, share) for name in names}
+    members: dict[str, list[str]] = {}
+    for name in sorted(set(names)):
+        members.setdefault((groups or {}).get(name, name), []).append(name)
+    cost = {group: sum(stored.get(n, share) for n in names) for group, names in members.items()}
     load = [0.0] * count
     part = {}
-    for name in sorted(set(names), key=lambda n: (-cost[n], n)):
+    for group in sorted(members, key=lambda g: (-cost[g], g)):
         lightest = min(range(count), key=lambda i: (load[i], i))
-        part[name] = lightest + 1
-        load[lightest] += cost[name]
+        part.update(dict.fromkeys(members[group], lightest + 1))
+        load[lightest] += cost[group]
     return part
 
 
@@ -68,7 +77,8 @@ class ShardSelection:
     @pytest.hookimpl(trylast=True)  # registered before the gate, so it runs before the gate's
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list) -> None:
         stored = self._stored()  # its cases that are not collected go to one part too
-        part = split([item.nodeid for item in items] + list(stored), stored, self.count)
+        groups = {item.nodeid: ratio_group(item) for item in items}  # ratio partners together
+        part = split([item.nodeid for item in items] + list(stored), stored, self.count, groups)
         self.elsewhere = {name for name, index in part.items() if index != self.index}
         kept = [item for item in items if part[item.nodeid] == self.index]
         dropped = [item for item in items if part[item.nodeid] != self.index]

@@ -6,8 +6,8 @@ pytest-benchmark turns itself off under xdist. A session that asks for perfgate 
 ``-n N`` turns timing back on in each worker instead: a worker times the cases it is given, runs
 the gate's confirmation re-runs and profiles for its own cases, and sends its run to the
 controller (``config.workeroutput``); only the controller saves, writes JSON and decides. Cases
-are scheduled by test function, so the partners of a same-run ratio (parameters of one function)
-are timed by one worker, as the confirmation re-runs need.
+are scheduled in groups: a case with the partners of its same-run ratios, timed by one worker,
+as the worker's confirmation re-runs need.
 
 With ``--device cuda`` worker ``gwK`` pins itself to GPU K (``gpu.py``) and records it, so no two
 timed benchmarks share a GPU; ``-n auto`` is one worker per GPU. Without a GPU the workers share
@@ -17,18 +17,22 @@ the CPU's cores: fine for testing the merge, not for timings worth gating.
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from perfgate import _pytest_benchmark, gpu
 from perfgate.benchmark import run_from_json
+from perfgate.declarations import ratio_group
 from perfgate.gate import GateSession
 from perfgate.merge import MergeError, merge_runs
 from perfgate.reruns import say
 from perfgate.saving import SAVE_FAILED
 
 RUN, GATE, PROBLEM = "perfgate_run", "perfgate_gate", "perfgate_problem"  # workeroutput keys
+GROUPS = "perfgate_groups"  # workerinput: the folder where workers write their ratio groups
 
 
 def worker_id(config: pytest.Config) -> str | None:
@@ -47,13 +51,13 @@ def configure(config: pytest.Config, use_cuda: bool) -> type[GateSession]:
     """Register the worker's or the controller's side; returns the gate class for this process."""
     if not merging(config):
         return GateSession
-    config.pluginmanager.register(Scheduling(), "perfgate-xdist-scheduling")
     worker = worker_id(config)
     if worker is None:
         if use_cuda:
             gpu.check_worker_count(config.option.numprocesses, gpu.device_count())
         controller = Controller(config)
         config.pluginmanager.register(controller, "perfgate-xdist-controller")
+        config.pluginmanager.register(Scheduling(controller.groups), "perfgate-xdist-scheduling")
         return controller.gate_class()
     facts = gpu.pin(worker) if use_cuda else None
     config.pluginmanager.register(Worker(config, facts), "perfgate-xdist-worker")
@@ -61,15 +65,26 @@ def configure(config: pytest.Config, use_cuda: bool) -> type[GateSession]:
 
 
 class Scheduling:
+    """Cases go to workers in groups: a case with the partners of its same-run ratios
+    (``declarations.ratio_group``, as the workers found them when collecting)."""
+
+    def __init__(self, groups: Path):
+        self.groups = groups
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log):
         from xdist.scheduler import LoadScopeScheduling
 
-        class ByTestFunction(LoadScopeScheduling):
-            def _split_scope(self, nodeid: str) -> str:  # every parameter of one function
-                return nodeid.split("[", 1)[0]
+        folder, found = self.groups, {}
 
-        return ByTestFunction(config, log)
+        class ByRatioGroup(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                if not found:  # every worker wrote its file before reporting its collection
+                    for path in sorted(folder.glob("*.json")):
+                        found.update(json.loads(path.read_text(encoding="utf-8")))
+                return found.get(nodeid, nodeid)
+
+        return ByRatioGroup(config, log)
 
 
 class Worker:
@@ -77,6 +92,7 @@ class Worker:
 
     def __init__(self, config: pytest.Config, facts: dict | None):
         self.config, self.facts = config, facts
+        self.groups = (getattr(config, "workerinput", None) or {}).get(GROUPS)
         for option, off in (("benchmark_save", None), ("benchmark_autosave", False),
                             ("benchmark_json", None)):  # fmt: skip
             setattr(config.option, option, off)
@@ -84,6 +100,15 @@ class Worker:
     @pytest.hookimpl(trylast=True)  # pytest-benchmark's session exists by now
     def pytest_sessionstart(self) -> None:
         _pytest_benchmark.time_under_xdist(self.config)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        if not self.groups:
+            return
+        groups = {item.nodeid: ratio_group(item) for item in items}
+        path = Path(self.groups) / f"{worker_id(self.config)}.json"
+        path.with_suffix(".tmp").write_text(json.dumps(groups), encoding="utf-8")
+        path.with_suffix(".tmp").replace(path)  # the scheduler never reads half a file
 
     @pytest.hookimpl(optionalhook=True, trylast=True)
     def pytest_benchmark_update_machine_info(self, machine_info: dict) -> None:
@@ -128,6 +153,12 @@ class Controller:
     def __init__(self, config: pytest.Config):
         self.config = config
         self.sent: dict[str, dict] = {}
+        self.groups = Path(tempfile.mkdtemp(prefix="perfgate-xdist-groups-"))
+        config.add_cleanup(lambda: shutil.rmtree(self.groups, ignore_errors=True))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:
+        node.workerinput[GROUPS] = str(self.groups)
         self.merged: dict | None = None
         self.problem: str | None = None
 

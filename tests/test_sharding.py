@@ -35,8 +35,11 @@ def work(case):
 CASES = """
 import pytest
 
+from perfgate.verdict import Ratio
 from virtual_clock import work
 
+@pytest.mark.perfgate(ratios=[Ratio("time relative to a", key="case", reference="a",
+                                    higher_is_better=False)])
 @pytest.mark.parametrize("case", ["a", "b", "c"])
 def test_first(benchmark, case):
     benchmark.pedantic(work, args=(case,), rounds=20, iterations=1, warmup_rounds=1)
@@ -114,6 +117,12 @@ def test_split_is_the_same_in_any_collection_order_and_covers_every_case_once():
     assert sorted(first) == sorted(names) and set(first.values()) == {1, 2, 3, 4}
 
 
+def test_a_case_and_its_ratio_partners_go_to_one_part():
+    groups = {"t[a]": "t", "t[b]": "t", "t[c]": "t"}
+    part = sharding.split(["t[a]", "t[b]", "t[c]", "u", "v"], {}, 2, groups)
+    assert part["t[a]"] == part["t[b]"] == part["t[c]"] == 1 and part["u"] == part["v"] == 2
+
+
 @pytest.mark.parametrize("value", ["0/2", "two"])
 def test_a_bad_shard_is_one_usage_line(cases_project, value):
     result = run(cases_project, f"--perf-shard={value}")
@@ -141,6 +150,8 @@ def test_two_shards_merged_give_the_unsharded_cases_samples_and_verdicts(
         shard_verdicts.update(verdicts(cases_project.path / f"shard{index}" / "gate.json"))
     shard_cases = [set(samples(cases_project.path / f"shard{i}.json")) for i in (1, 2)]
     assert shard_cases[0] and shard_cases[1] and not shard_cases[0] & shard_cases[1]
+    first = {f"test_cases.py::test_first[{case}]" for case in "abc"}  # ratio partners
+    assert first <= shard_cases[0] or first <= shard_cases[1]
     status, out, _ = perfgate(capsys, "merge", "shard2.json", "shard1.json", "--out", "merged.json")
     assert status == 0 and "merged.json (5 cases)" in out
     merged, unsharded = cases_project.path / "merged.json", cases_project.path / "whole.json"

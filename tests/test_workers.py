@@ -88,7 +88,8 @@ def test_two_xdist_workers_give_one_merged_run_and_the_unsharded_verdicts(
     merged = json.loads((cases_project.path / "merged.json").read_text())
     workers = {b["fullname"]: b["extra_info"]["worker"] for b in merged["benchmarks"]}
     assert sorted(set(workers.values())) == ["gw0", "gw1"]  # both workers timed cases
-    assert workers["test_cases.py::test_first[a]"] == workers["test_cases.py::test_first[c]"]
+    # the partners of a same-run ratio (test_first's cases, relative to a) are one worker's
+    assert len({workers[f"test_cases.py::test_first[{case}]"] for case in "abc"}) == 1
     assert samples(cases_project.path / "merged.json") == samples(cases_project.path / "alone.json")
     assert verdicts(cases_project.path / "merged" / "gate.json") == verdicts(
         cases_project.path / "alone" / "gate.json"
