@@ -89,10 +89,7 @@ class GateSession:
                 f"valid names: {valid}"
             )
         if _pytest_benchmark.disabled(self.config):
-            return (
-                "benchmarks are not timed here (--benchmark-disable, or pytest-xdist's -n): "
-                "run the gate without them"
-            )
+            return "benchmarks are not timed here (--benchmark-disable): run the gate without them"
         benchmarks = [item.nodeid for item in items if uses_benchmark(item)]
         baseline = self.choice.baseline.benchmarks
         if not any(name in baseline for name in benchmarks):

@@ -73,6 +73,8 @@ class Scheduling:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log):
+        if config.getoption("dist") != "load":  # the user chose a --dist of their own
+            return None
         from xdist.scheduler import LoadScopeScheduling
 
         folder, found = self.groups, {}
