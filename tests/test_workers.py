@@ -235,3 +235,13 @@ def test_a_worker_records_its_gpu_and_leaves_saving_to_the_controller():
     machine_info = {"perfgate": {"hardware_key": "NVIDIA-H200"}}
     worker.pytest_benchmark_update_machine_info(machine_info)
     assert machine_info["perfgate"] == {"hardware_key": "NVIDIA-H200", "gpu": facts}
+
+
+@pytest.mark.parametrize("cuda, gpus, workers", [(True, 2, 2), (True, 0, None), (False, 2, None)])
+def test_n_auto_on_cuda_is_one_worker_per_gpu(monkeypatch, cuda, gpus, workers):
+    from perfgate import options, plugin
+
+    monkeypatch.setattr(options, "asked", lambda config: True)
+    monkeypatch.setattr(plugin, "uses_cuda", lambda config: cuda)
+    monkeypatch.setattr(gpu, "device_count", lambda: gpus)
+    assert plugin.pytest_xdist_auto_num_workers(None) == workers  # None: xdist's own count
