@@ -229,3 +229,23 @@ def test_merge_never_writes_over_a_file(tmp_path, monkeypatch, capsys):
     status, _, err = perfgate(capsys, "merge", "s1.json", "s2.json", "--out", "merged.json")
     assert status == 2 and "merged.json exists; name a new file" in err
     assert (tmp_path / "merged.json").read_text() == "mine"
+
+
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (["s1.json", "broken.json", "--out", "m.json"], "broken.json is not valid JSON"),
+        (["s1.json", "s2.json"], "give --out RUN.json, --save NAME, or both"),
+        (["s1.json", "s2.json", "--save", "a/b"], "--save 'a/b': a name may not"),
+    ],
+)
+def test_merge_says_in_one_line_what_it_cannot_read_or_write(
+    tmp_path, monkeypatch, capsys, argv, line
+):
+    monkeypatch.chdir(tmp_path)
+    for index in (1, 2):
+        (tmp_path / f"s{index}.json").write_text(json.dumps(shard_run(index, 2, [f"c{index}"])))
+    (tmp_path / "broken.json").write_text('{"benchmarks": [')
+    status, _, err = perfgate(capsys, "merge", *argv)
+    assert status == 2 and err.count("\n") == 1 and line in err, err
+    assert not (tmp_path / "m.json").exists() and not (tmp_path / "baselines").exists()

@@ -43,7 +43,10 @@ def run_merge(args: argparse.Namespace, out, err) -> int:
     if not args.out and not args.save:
         raise store.StoreError("give --out RUN.json, --save NAME, or both")
     if args.save:
-        store.check_save_name(args.save)
+        try:
+            store.check_save_name(args.save)
+        except store.StoreError as error:  # its line names pytest's option; ours is --save
+            raise store.StoreError(str(error).replace("--benchmark-save", "--save")) from None
     runs = [(path, store.read_json(Path(path))) for path in args.shards]
     try:
         merged = merge_shards(runs)
