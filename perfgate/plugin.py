@@ -77,8 +77,9 @@ class Asked:
         )
 
         self.config = config
+        gate_class = workers.configure(config, uses_cuda(config))  # -n: pin, merge (xdist)
         self.clocks = ("", False)  # --perf-lock-clocks: the header line, and whether locked
-        if config.getoption("--perf-lock-clocks") and not hasattr(config, "workerinput"):
+        if config.getoption("--perf-lock-clocks") and workers.times_here(config):
             line, undo = nvml.lock_base_clocks_for_session()
             self.clocks = (line, undo is not None)
             if undo is not None:
@@ -94,7 +95,6 @@ class Asked:
         use_gate = config.getoption("--perf-gate")
         thresholds = gate.thresholds_from(config) if use_gate else None  # usage errors first
         instructions_plugin.configure(config)
-        gate_class = workers.configure(config, uses_cuda(config))  # -n: pin, merge (xdist)
         self.key = storage_key(config)
         choice = baseline_session.choose(config, self.key, use_gate)
         self.saver = baseline_session.Saver(config, choice, self.key)

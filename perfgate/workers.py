@@ -47,6 +47,12 @@ def merging(config: pytest.Config) -> bool:
     return bool(wanted or config.option.benchmark_save or config.option.benchmark_autosave)
 
 
+def times_here(config: pytest.Config) -> bool:
+    """True in the process that times the benchmarks (and locks its GPU's clocks): a session
+    without pytest-xdist, or a worker whose run perfgate merges (each on its own GPU)."""
+    return merging(config) == (worker_id(config) is not None)
+
+
 def configure(config: pytest.Config, use_cuda: bool) -> type[GateSession]:
     """Register the worker's or the controller's side; returns the gate class for this process."""
     if not merging(config):

@@ -245,3 +245,26 @@ def test_n_auto_on_cuda_is_one_worker_per_gpu(monkeypatch, cuda, gpus, workers):
     monkeypatch.setattr(plugin, "uses_cuda", lambda config: cuda)
     monkeypatch.setattr(gpu, "device_count", lambda: gpus)
     assert plugin.pytest_xdist_auto_num_workers(None) == workers  # None: xdist's own count
+
+
+@pytest.mark.parametrize(
+    "numprocesses, worker, gate, times",
+    [
+        (None, None, True, True),  # no xdist: this process times
+        (2, None, True, False),  # the controller of a merged session times nothing
+        (2, "gw1", True, True),  # its workers do, each on its own GPU
+        (2, None, False, True),  # xdist without a result to merge: as before perfgate
+        (2, "gw1", False, False),
+    ],
+)
+def test_the_process_that_times_is_the_one_that_locks_its_gpu(numprocesses, worker, gate, times):
+    option = types.SimpleNamespace(
+        numprocesses=numprocesses,
+        benchmark_json=None,
+        benchmark_save=None,
+        benchmark_autosave=False,
+    )
+    config = types.SimpleNamespace(option=option, getoption=lambda name: gate)
+    if worker:
+        config.workerinput = {"workerid": worker}
+    assert workers.times_here(config) is times
