@@ -76,10 +76,15 @@ def result_count(config: pytest.Config) -> int:
 def take_results_since(config: pytest.Config, start: int) -> Run:
     """The results recorded since ``start`` as a Run, removed from the session (a saved run holds
     one entry per benchmark: the first)."""
+    return run_from_json(take_json_since(config, start), None)
+
+
+def take_json_since(config: pytest.Config, start: int) -> dict:
+    """``take_results_since`` as the run's JSON."""
     results = _session(config).benchmarks
     taken = results[start:]
     del results[start:]
-    return _as_run(config, taken)
+    return _as_json(config, taken)
 
 
 def current_run(config: pytest.Config) -> Run:
@@ -88,14 +93,43 @@ def current_run(config: pytest.Config) -> Run:
 
 
 def _as_run(config: pytest.Config, results: list) -> Run:
+    return run_from_json(_as_json(config, results), None)
+
+
+def _as_json(config: pytest.Config, results: list) -> dict:
     entries = [r.as_dict(include_data=True) for r in results if r and not r.has_error]
-    data = {
+    return {
         "machine_info": machine_info(config),
         "commit_info": {},
         "benchmarks": json.loads(json.dumps(entries, default=str)),
         "datetime": datetime.now(timezone.utc).isoformat(),
     }
-    return run_from_json(data, None)
+
+
+def session_json(config: pytest.Config) -> dict:
+    """This session's run JSON as ``--benchmark-save`` writes it (per-round data included)."""
+    commit_info = config.hook.pytest_benchmark_generate_commit_info(config=config)
+    config.hook.pytest_benchmark_update_commit_info(config=config, commit_info=commit_info)
+    output = config.hook.pytest_benchmark_generate_json(
+        config=config,
+        benchmarks=_session(config).benchmarks,
+        include_data=True,
+        machine_info=machine_info(config),
+        commit_info=commit_info,
+    )
+    config.hook.pytest_benchmark_update_json(
+        config=config, benchmarks=_session(config).benchmarks, output_json=output
+    )
+    return json.loads(json.dumps(output, default=str))
+
+
+def time_under_xdist(config: pytest.Config) -> None:
+    """Time the benchmarks of this pytest-xdist worker (pytest-benchmark turns itself off under
+    xdist; perfgate gives each worker a device of its own and merges the workers' runs)."""
+    session = _session(config)
+    if session is not None and not config.getoption("benchmark_disable"):
+        session.disabled = False
+        session.xdist_warning = False
 
 
 def machine_info(config: pytest.Config) -> dict:

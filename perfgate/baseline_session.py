@@ -107,11 +107,6 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
     """
     if config.option.benchmark_save:
         _check(store.check_save_name, config.option.benchmark_save)
-    if saving_requested(config) and getattr(config.option, "numprocesses", None):
-        raise pytest.UsageError(
-            "--benchmark-save with pytest-xdist (-n): pytest-benchmark does not time under "
-            "xdist, so nothing would be saved; run without -n (or with -n 0)"
-        )
     folder = storage_folder(config, key)
     per_hardware = _per_hardware(config)
     config.option.benchmark_storage = f"file://{folder}"

@@ -45,3 +45,15 @@ def uses_benchmark(item: pytest.Item) -> bool:
 
 def test_name(item: pytest.Item) -> str:
     return item.nodeid.split("::")[-1].split("[")[0]
+
+
+def ratio_group(item: pytest.Item) -> str:
+    """The cases that must be timed in one session: a case and the partners of its same-run
+    ratios (its test function's cases that differ only in a ratio's ``key`` parameter). A case
+    without such ratios is a group of its own. Used to split the matrix over workers and shards."""
+    keys = {ratio["key"] for ratio in declarations(item).get("ratios", []) if ratio.get("key")}
+    params = getattr(getattr(item, "callspec", None), "params", None) or {}
+    if not keys & set(params):
+        return item.nodeid
+    others = {name: repr(value) for name, value in params.items() if name not in keys}
+    return f"{item.nodeid.split('[', 1)[0]}{sorted(others.items())}"

@@ -9,12 +9,14 @@ nothing, with one line saying why and what to do.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from perfgate import _pytest_benchmark, launch_counts, options, profiling
 from perfgate.baseline_session import GATE_NOT_RUN, BaselineChoice, Saver
+from perfgate.benchmark import Run, run_from_json
 from perfgate.counters import is_instructions
 from perfgate.declarations import declarations, test_name, uses_benchmark
 from perfgate.reruns import run_again, say
@@ -45,6 +47,12 @@ def ab_hint(regressed: set[str], baseline_commit: str | None, paths: str = "") -
     )
 
 
+@dataclass(frozen=True)
+class Rerun:
+    json: dict  # as pytest-benchmark writes a run: a pytest-xdist worker sends it
+    run: Run
+
+
 class GateSession:
     """The gate's state for one pytest session; registered as a plugin when --perf-gate is on."""
 
@@ -58,6 +66,7 @@ class GateSession:
         self.lines: list[str] = []
         self.problem: str | None = None
         self.results: list[GateResult] = []
+        self.confirmation_json: dict | None = None
 
     @pytest.hookimpl(trylast=True)  # after -k / -m deselection
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -80,10 +89,7 @@ class GateSession:
                 f"valid names: {valid}"
             )
         if _pytest_benchmark.disabled(self.config):
-            return (
-                "benchmarks are not timed here (--benchmark-disable, or pytest-xdist's -n): "
-                "run the gate without them"
-            )
+            return "benchmarks are not timed here (--benchmark-disable): run the gate without them"
         benchmarks = [item.nodeid for item in items if uses_benchmark(item)]
         baseline = self.choice.baseline.benchmarks
         if not any(name in baseline for name in benchmarks):
@@ -107,19 +113,25 @@ class GateSession:
 
     def gate(self, session: pytest.Session) -> None:
         current = _pytest_benchmark.current_run(self.config)
-        members = self.choice.members
-        self.results, confirmation = judge(members, current, self.thresholds), None
+        self.conclude(current, self.confirm(session, current))
+
+    def confirm(self, session: pytest.Session, current: Run) -> Run | None:
+        """Judge, re-run what looks slower, profile what is confirmed (into ``current``);
+        returns the re-runs (their JSON in ``confirmation_json``)."""
+        self.results, confirmation = self.judged(current), None
         if any(r.verdict is Verdict.UNCONFIRMED for r in self.results):
             names = rerun_names(self.results, current, declarations_of(current))
             say(self.config, f"perfgate gate: re-running {len(names)} benchmarks to confirm")
             confirmation = self.rerun(session, names)
-            self.results = judge(members, current, self.thresholds, confirmation)
+            self.confirmation_json = confirmation.json
+            confirmation = confirmation.run
+            self.results = self.judged(current, confirmation)
         # launch counts last: profiling leaves CUPTI attached, which would slow re-runs' timings
         counts = launch_counts.count_cases(session, set(current.benchmarks))
         if counts:
             for name, value in counts.items():
                 current.benchmarks[name].extra_info[launch_counts.KEY] = value
-            self.results = judge(members, current, self.thresholds, confirmation)
+            self.results = self.judged(current, confirmation)
         regressed = {r.name for r in self.results if r.verdict is Verdict.REGRESSION}
         # a counted case shows its function diff instead; only perfgate.timing's cases profile
         timed = {n for n in regressed if not is_instructions(current.benchmarks[n].extra_info)}
@@ -128,7 +140,13 @@ class GateSession:
             self.profile(session, timed)
             for name in timed & set(profiling.collected):  # judged again: now with the diff
                 current.benchmarks[name].extra_info["profile"] = profiling.collected[name]
-            self.results = judge(members, current, self.thresholds, confirmation)
+        return confirmation
+
+    def conclude(self, current: Run, confirmation: Run | None) -> None:
+        """The final verdict on ``current``: summary, reports, and what the exit status says."""
+        members = self.choice.members
+        self.results = self.judged(current, confirmation)
+        regressed = {r.name for r in self.results if r.verdict is Verdict.REGRESSION}
         changes = summary.environment_difference(members[-1], current)
         self.lines = summary.terminal_lines(self.results, changes, self.choice.label)
         if hint := ab_hint(regressed, members[-1].commit, options.test_paths(self.config)):
@@ -140,6 +158,12 @@ class GateSession:
                 "(see the reasons above); fix those or record a baseline for this selection"
             )
         self.saver.gate_failed = failed(self.results)
+
+    def judged(self, current: Run, confirmation: Run | None = None) -> list[GateResult]:
+        """The verdicts on this session's cases (a shard's: of its part of the matrix only)."""
+        results = judge(self.choice.members, current, self.thresholds, confirmation)
+        shard = self.config.pluginmanager.get_plugin("perfgate-shard")
+        return [r for r in results if shard is None or r.name not in shard.elsewhere]
 
     def write_reports(self, changes: list) -> None:
         twin = self.report_path.with_suffix(".json")
@@ -153,11 +177,12 @@ class GateSession:
             return
         self.lines.append(f"perfgate gate: summary written to {self.report_path} and {twin}")
 
-    def rerun(self, session: pytest.Session, names: set[str]):
-        """Run the named items again; return their results as a Run, kept out of the saved run."""
+    def rerun(self, session: pytest.Session, names: set[str]) -> Rerun:
+        """Run the named items again; their results, kept out of the saved run."""
         start = _pytest_benchmark.result_count(self.config)
         run_again(session, names)
-        return _pytest_benchmark.take_results_since(self.config, start)
+        taken = _pytest_benchmark.take_json_since(self.config, start)
+        return Rerun(taken, run_from_json(taken, None))
 
     def profile(self, session: pytest.Session, names: set[str]) -> None:
         folder = self.report_path.parent / "profile"

@@ -40,7 +40,7 @@ def hardware_key(use_cuda: bool) -> str:
         import torch  # only for a session on CUDA: a CPU session never imports it
 
         if torch.cuda.is_available():
-            return slug(torch.cuda.get_device_name(0))
+            return slug(torch.cuda.get_device_name(torch.cuda.current_device()))
     return slug(f"{cpu_model()}-{os.cpu_count()}cores")
 
 
@@ -144,7 +144,7 @@ def _judged(health: dict, others: list[str]) -> dict:
 def _nvidia_smi(arguments: list[str]) -> list[str] | None:
     try:
         result = subprocess.run(
-            ["nvidia-smi", *arguments, "--format=csv,noheader,nounits"],
+            ["nvidia-smi", f"--id={nvml.selected()}", *arguments, "--format=csv,noheader,nounits"],
             capture_output=True,
             text=True,
             timeout=20,

@@ -60,6 +60,9 @@ class Device:
     def name(self) -> str:
         return _text(self.nvml.nvmlDeviceGetName(self.handle))
 
+    def uuid(self) -> str:
+        return _text(self.nvml.nvmlDeviceGetUUID(self.handle))
+
     def driver_version(self) -> str:
         return _text(self.nvml.nvmlSystemGetDriverVersion())
 
@@ -109,10 +112,23 @@ def _text(value) -> str:
 
 _device: Device | None = None
 _tried = False
+_index = 0  # the GPU this process times on: 0, or a pytest-xdist worker's own (select)
+
+
+def select(index: int) -> None:
+    """Read GPU ``index`` (NVML's numbering, as nvidia-smi's) from now on."""
+    global _index
+    _index = index
+    forget()
+
+
+def selected() -> int:
+    return _index
 
 
 def device() -> Device | None:
-    """GPU 0 through NVML, initialized once; None without pynvml or a working driver."""
+    """The selected GPU (0 unless ``select``) through NVML, initialized once; None without
+    pynvml or a working driver."""
     global _device, _tried
     if not _tried:
         _tried = True
@@ -127,7 +143,7 @@ def _open() -> Device | None:
         return None
     try:
         nvml.nvmlInit()
-        return Device(nvml)
+        return Device(nvml, _index)
     except nvml.NVMLError:
         return None
 

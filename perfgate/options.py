@@ -35,6 +35,7 @@ DEFAULTS = {
     "perf_profile": None,
     "perf_store_profiles": "saved",
     "perf_lock_clocks": False,
+    "perf_shard": None,
 }
 
 
@@ -58,6 +59,7 @@ def add(parser: pytest.Parser) -> None:
     _add_gate(group)
     _add_store(group)
     _add_measure(group)
+    _add_shard(group)
 
 
 def _add_gate(group) -> None:
@@ -138,6 +140,16 @@ def _add_measure(group) -> None:
         action="store_true",
         help="lock the GPU clocks at base through NVML for the session and reset them after "
         "(needs perfgate[gpu] and root; where not allowed, says so and goes on). Default: off",
+    )
+
+
+def _add_shard(group) -> None:
+    group.addoption(
+        "--perf-shard",
+        default=None,
+        metavar="I/N",
+        help="run part I of N of the collected cases (one CI runner of N), balanced by the "
+        "durations in the newest saved run; join the parts with `perfgate merge`",
     )
 
 

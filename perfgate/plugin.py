@@ -50,6 +50,16 @@ def pytest_configure(config: pytest.Config) -> None:
         pytest.exit(f"perfgate gate cannot run: {error}", returncode=GATE_NOT_RUN)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` on CUDA: one worker per GPU, each timing on its own (perfgate.workers)."""
+    if not options.asked(config) or not uses_cuda(config):
+        return None
+    from perfgate import gpu
+
+    return gpu.device_count() or None
+
+
 class Asked:
     """The hooks of a session that asked for perfgate: store, compare, save, gate, profiles."""
 
@@ -63,11 +73,14 @@ class Asked:
             outputs,
             profiling,
             saving,
+            sharding,
+            workers,
         )
 
         self.config = config
+        gate_class = workers.configure(config, uses_cuda(config))  # -n: pin, merge (xdist)
         self.clocks = ("", False)  # --perf-lock-clocks: the header line, and whether locked
-        if config.getoption("--perf-lock-clocks") and not hasattr(config, "workerinput"):
+        if config.getoption("--perf-lock-clocks") and workers.times_here(config):
             line, undo = nvml.lock_base_clocks_for_session()
             self.clocks = (line, undo is not None)
             if undo is not None:
@@ -86,20 +99,14 @@ class Asked:
         if not use_gate and _saves(config):  # the gate counts after its own re-runs
             store = launch_counts.LaunchCountStore(config)
             config.pluginmanager.register(store, "perfgate-launch-counts")
-        if use_gate and (
-            getattr(config.option, "numprocesses", None) or hasattr(config, "workerinput")
-        ):
-            raise baseline_session.GateCannotRun(
-                "pytest-xdist (-n) is on, and pytest-benchmark does not time under xdist: "
-                "run the gate without -n"
-            )
         thresholds = gate.thresholds_from(config) if use_gate else None  # usage errors first
         instructions_plugin.configure(config)
         self.key = storage_key(config)
         choice = baseline_session.choose(config, self.key, use_gate)
         self.saver = baseline_session.Saver(config, choice, self.key)
+        sharding.configure(config, choice.key_folder)  # --perf-shard: before the gate's checks
         if use_gate:
-            session = gate.GateSession(config, choice, self.saver, thresholds)
+            session = gate_class(config, choice, self.saver, thresholds)
             config.pluginmanager.register(session, "perfgate-gate")
 
     @pytest.hookimpl(trylast=True)  # pytest-benchmark's session exists by now
@@ -116,7 +123,7 @@ class Asked:
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)  # a project's own hook adds to it after
     def pytest_benchmark_update_machine_info(self, config: pytest.Config, machine_info: dict):
-        from perfgate import machine
+        from perfgate import machine, sharding
 
         use_cuda = uses_cuda(config)
         machine_info["perfgate"] = {
@@ -124,6 +131,7 @@ class Asked:
             "software": machine.software_versions(),
             "gpu_health": machine.gpu_health() if use_cuda else {"available": False},
             "clocks_locked": self.clocks[1],
+            **sharding.machine_info(config),
         }
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)  # before pytest-benchmark saves and shows

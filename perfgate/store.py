@@ -274,3 +274,26 @@ def machine_folder(key_folder: Path, machine_id: str) -> Path:
 def _next_free_number(key_folder: Path) -> int:
     claims = [int(p.name[7:]) for p in key_folder.glob(".claim-*") if p.name[7:].isdigit()]
     return 1 + max([number_of(p) for p in run_files(key_folder)] + claims, default=0)
+
+
+def read_json(path: Path) -> dict:
+    """A run file's JSON as it is, checked first as ``load`` checks it."""
+    load(path)
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def write_new(path: Path, run_json: dict) -> Path:
+    """Write a run to ``path``, a new file (never over another); StoreError when it exists."""
+    path = Path(path)
+    text = json.dumps(run_json, ensure_ascii=True, indent=4)
+    try:
+        temporary = owners.write_temporary(path.parent, text)
+        try:
+            os.link(temporary, path)  # FileExistsError: nothing is overwritten
+        finally:
+            temporary.unlink(missing_ok=True)
+    except FileExistsError:
+        raise StoreError(f"{path} exists; name a new file for the merged run") from None
+    except OSError as error:
+        raise StoreError(f"cannot write {path}: {error.strerror}") from None
+    return path

@@ -1,70 +1,252 @@
-"""Merging the runs of pytest-xdist workers (one per GPU) into one run JSON.
+"""pytest-xdist: one worker per GPU times its share of the matrix; the controller merges the
+workers' runs into one run (``merge.merge_runs``), saves that one run and gates it.
 
-pytest-benchmark times nothing under xdist, so the plan (docs/NOTES.md, "One worker per GPU") is
-that each worker times its share of the cases on its own GPU and writes its run JSON, and the
-controller merges them here into the one run a baseline or the gate reads. Only this merge is
-built so far.
+pytest-benchmark turns itself off under xdist. A session that asks for perfgate and for a result
+(``--perf-gate``, ``--benchmark-save``/``--benchmark-autosave`` or ``--benchmark-json``) under
+``-n N`` turns timing back on in each worker instead: a worker times the cases it is given, runs
+the gate's confirmation re-runs and profiles for its own cases, and sends its run to the
+controller (``config.workeroutput``); only the controller saves, writes JSON and decides. Cases
+are scheduled in groups: a case with the partners of its same-run ratios, timed by one worker,
+as the worker's confirmation re-runs need.
+
+With ``--device cuda`` worker ``gwK`` pins itself to GPU K (``gpu.py``) and records it, so no two
+timed benchmarks share a GPU; ``-n auto`` is one worker per GPU. Without a GPU the workers share
+the CPU's cores: fine for testing the merge, not for timings worth gating.
 """
 
 from __future__ import annotations
 
-import copy
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from perfgate import _pytest_benchmark, gpu
+from perfgate.benchmark import run_from_json
+from perfgate.declarations import ratio_group
+from perfgate.gate import GateSession
+from perfgate.merge import MergeError, merge_runs
+from perfgate.reruns import say
+from perfgate.saving import SAVE_FAILED
+
+RUN, GATE, PROBLEM = "perfgate_run", "perfgate_gate", "perfgate_problem"  # workeroutput keys
+GROUPS = "perfgate_groups"  # workerinput: the folder where workers write their ratio groups
 
 
-class MergeError(ValueError):
-    """Worker runs that cannot be one run; the message says which workers and why."""
+def worker_id(config: pytest.Config) -> str | None:
+    return (getattr(config, "workerinput", None) or {}).get("workerid")
 
 
-def merge_worker_runs(runs: dict[str, dict]) -> dict:
-    """One pytest-benchmark run JSON from ``{worker id: its run JSON}``.
-
-    Every worker must have run on the same hardware key; a benchmark run by two workers is an
-    error. Each benchmark records its worker in ``extra_info["worker"]``; the GPU is trusted
-    only if every worker's was, and each untrusted reason names its worker.
-    """
-    if not runs:
-        raise MergeError("no worker wrote a run: nothing to merge")
-    workers = sorted(runs)
-    first = runs[workers[0]]
-    keys = {w: _perfgate(runs[w]).get("hardware_key") for w in workers}
-    if len(set(keys.values())) > 1:
-        listing = ", ".join(f"{w}: {k}" for w, k in keys.items())
-        raise MergeError(f"workers ran on different hardware ({listing}); one key per run")
-    merged = copy.deepcopy({k: v for k, v in first.items() if k != "benchmarks"})
-    merged["datetime"] = min(str(runs[w].get("datetime") or "") for w in workers)
-    merged["benchmarks"] = _benchmarks(runs, workers)
-    _perfgate(merged)["gpu_health"] = _health(runs, workers)
-    _perfgate(merged)["workers"] = workers
-    return merged
+def merging(config: pytest.Config) -> bool:
+    """True in a pytest-xdist session (controller or worker) whose runs perfgate merges."""
+    if not getattr(config.option, "numprocesses", None) and worker_id(config) is None:
+        return False
+    wanted = config.getoption("--perf-gate") or config.option.benchmark_json
+    return bool(wanted or config.option.benchmark_save or config.option.benchmark_autosave)
 
 
-def _perfgate(run: dict) -> dict:
-    return (run.get("machine_info") or {}).get("perfgate") or {}
+def times_here(config: pytest.Config) -> bool:
+    """True in the process that times the benchmarks (and locks its GPU's clocks): a session
+    without pytest-xdist, or a worker whose run perfgate merges (each on its own GPU)."""
+    return merging(config) == (worker_id(config) is not None)
 
 
-def _benchmarks(runs: dict[str, dict], workers: list[str]) -> list[dict]:
-    seen: dict[str, str] = {}
-    benchmarks = []
-    for worker in workers:
-        for entry in runs[worker].get("benchmarks") or []:
-            name = entry.get("fullname") or entry.get("name")
-            if name in seen:
-                raise MergeError(f"{name} was run by both {seen[name]} and {worker}")
-            seen[name] = worker
-            entry = copy.deepcopy(entry)
-            entry.setdefault("extra_info", {})["worker"] = worker
-            benchmarks.append(entry)
-    return benchmarks
+def configure(config: pytest.Config, use_cuda: bool) -> type[GateSession]:
+    """Register the worker's or the controller's side; returns the gate class for this process."""
+    if not merging(config):
+        return GateSession
+    worker = worker_id(config)
+    if worker is None:
+        if use_cuda:
+            gpu.check_worker_count(config.option.numprocesses, gpu.device_count())
+        controller = Controller(config)
+        config.pluginmanager.register(controller, "perfgate-xdist-controller")
+        config.pluginmanager.register(Scheduling(controller.groups), "perfgate-xdist-scheduling")
+        return controller.gate_class()
+    facts = gpu.pin(worker) if use_cuda else None
+    config.pluginmanager.register(Worker(config, facts), "perfgate-xdist-worker")
+    return WorkerGate
 
 
-def _health(runs: dict[str, dict], workers: list[str]) -> dict:
-    per_worker = {w: _perfgate(runs[w]).get("gpu_health") or {} for w in workers}
-    reasons = [
-        f"{worker}: {reason}"
-        for worker, health in per_worker.items()
-        if not health.get("trusted", True)
-        for reason in health.get("untrusted_reasons") or ["GPU health not trusted"]
-    ]
-    merged = dict(per_worker[workers[0]])
-    merged.update(trusted=not reasons, untrusted_reasons=reasons, per_worker=per_worker)
-    return merged
+class Scheduling:
+    """Cases go to workers in groups: a case with the partners of its same-run ratios
+    (``declarations.ratio_group``, as the workers found them when collecting)."""
+
+    def __init__(self, groups: Path):
+        self.groups = groups
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log):
+        if config.getoption("dist") != "load":  # the user chose a --dist of their own
+            return None
+        from xdist.scheduler import LoadScopeScheduling
+
+        folder, found = self.groups, {}
+
+        class ByRatioGroup(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                if not found:  # every worker wrote its file before reporting its collection
+                    for path in sorted(folder.glob("*.json")):
+                        found.update(json.loads(path.read_text(encoding="utf-8")))
+                return found.get(nodeid, nodeid)
+
+        return ByRatioGroup(config, log)
+
+
+class Worker:
+    """A worker's side: time under xdist, leave saving to the controller, send the run."""
+
+    def __init__(self, config: pytest.Config, facts: dict | None):
+        self.config, self.facts = config, facts
+        self.groups = (getattr(config, "workerinput", None) or {}).get(GROUPS)
+        for option, off in (("benchmark_save", None), ("benchmark_autosave", False),
+                            ("benchmark_json", None)):  # fmt: skip
+            setattr(config.option, option, off)
+
+    @pytest.hookimpl(trylast=True)  # pytest-benchmark's session exists by now
+    def pytest_sessionstart(self) -> None:
+        _pytest_benchmark.time_under_xdist(self.config)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        if not self.groups:
+            return
+        groups = {item.nodeid: ratio_group(item) for item in items}
+        path = Path(self.groups) / f"{worker_id(self.config)}.json"
+        path.with_suffix(".tmp").write_text(json.dumps(groups), encoding="utf-8")
+        path.with_suffix(".tmp").replace(path)  # the scheduler never reads half a file
+
+    @pytest.hookimpl(optionalhook=True, trylast=True)
+    def pytest_benchmark_update_machine_info(self, machine_info: dict) -> None:
+        if self.facts is not None:
+            machine_info.setdefault("perfgate", {})["gpu"] = self.facts
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self) -> None:
+        _pytest_benchmark.drop_unmeasured(self.config)
+        run = _pytest_benchmark.session_json(self.config)
+        self.config.workeroutput[RUN] = json.dumps(run)
+
+
+class WorkerGate(GateSession):
+    """The gate in a worker: checks, confirmation re-runs and profiles of its own cases; the
+    controller judges the merged run, reports and sets the exit status."""
+
+    @pytest.hookimpl(trylast=True)  # after -k / -m deselection, as the gate's own
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        super().pytest_collection_modifyitems(items)
+        if self.problem:
+            self.config.workeroutput[PROBLEM] = self.problem
+
+    def gate(self, session: pytest.Session) -> None:
+        current = _pytest_benchmark.current_run(self.config)
+        self.confirm(session, current)
+        profiles = {name: b.extra_info["profile"] for name, b in current.benchmarks.items()
+                    if "profile" in b.extra_info}  # fmt: skip
+        sent = {"confirmation": self.confirmation_json, "profiles": profiles}
+        self.config.workeroutput[GATE] = json.dumps(sent)
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        return None
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        return None
+
+
+class Controller:
+    """The controller's side: gathers the workers' runs, merges, saves the merged run."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.sent: dict[str, dict] = {}
+        self.groups = Path(tempfile.mkdtemp(prefix="perfgate-xdist-groups-"))
+        config.add_cleanup(lambda: shutil.rmtree(self.groups, ignore_errors=True))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:
+        node.workerinput[GROUPS] = str(self.groups)
+        self.merged: dict | None = None
+        self.problem: str | None = None
+
+    def pytest_testnodedown(self, node, error) -> None:
+        output = getattr(node, "workeroutput", None) or {}
+        worker = (getattr(node, "workerinput", None) or {}).get("workerid") or str(node.gateway.id)
+        self.sent[worker] = {key: output.get(key) for key in (RUN, GATE, PROBLEM)}
+
+    def merge(self) -> dict | None:
+        """The merged run (None when no worker timed anything); sets ``problem`` when the
+        workers' runs cannot be one run."""
+        runs = {w: json.loads(s[RUN]) for w, s in self.sent.items() if s.get(RUN)}
+        runs = {w: run for w, run in runs.items() if run.get("benchmarks")}
+        if self.merged is None and runs:
+            try:
+                self.merged = merge_runs(runs, "worker")
+            except MergeError as error:
+                self.problem = f"the workers' runs cannot be merged: {error}"
+        return self.merged
+
+    def confirmation(self) -> dict | None:
+        sent = {w: json.loads(s[GATE]) for w, s in self.sent.items() if s.get(GATE)}
+        parts = {w: part["confirmation"] for w, part in sent.items() if part["confirmation"]}
+        return merge_runs(parts, "worker") if parts else None
+
+    def profiles(self) -> dict:
+        sent = [json.loads(s[GATE]) for s in self.sent.values() if s.get(GATE)]
+        return {name: profile for part in sent for name, profile in part["profiles"].items()}
+
+    def worker_problem(self) -> str | None:
+        return next((s[PROBLEM] for _, s in sorted(self.sent.items()) if s.get(PROBLEM)), None)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        merged = self.merge()
+        if merged is None:
+            if self.problem and not self.config.getoption("--perf-gate"):  # the gate says it
+                say(self.config, f"perfgate: NOT saved or written: {self.problem}")
+                session.exitstatus = SAVE_FAILED
+            return
+        if target := self.config.option.benchmark_json:
+            _write_json(target, merged)
+        name = self.config.option.benchmark_save or self.config.option.benchmark_autosave
+        saver = self.config.pluginmanager.get_plugin("perfgate-asked").saver
+        if name:
+            saver(merged, name if isinstance(name, str) else _autosave_name(merged))
+
+    def gate_class(self) -> type[GateSession]:
+        controller = self
+
+        class MergedGate(GateSession):
+            """The gate on the controller: judges the merged run of the workers."""
+
+            def gate(self, session: pytest.Session) -> None:
+                merged = controller.merge()
+                self.problem = controller.worker_problem() or controller.problem
+                if self.problem:
+                    return
+                if merged is None:
+                    self.problem = "no worker timed a benchmark; run the gate without -n"
+                    return
+                current = run_from_json(merged, None)
+                for name, profile in controller.profiles().items():
+                    current.benchmarks[name].extra_info["profile"] = profile
+                confirmation = controller.confirmation()
+                self.conclude(current, None if confirmation is None else
+                              run_from_json(confirmation, None))  # fmt: skip
+
+        return MergedGate
+
+
+def _write_json(target, run: dict) -> None:
+    text = json.dumps(run, ensure_ascii=True, indent=4)
+    if hasattr(target, "write"):  # pytest-benchmark before 5.3 opens the file itself
+        target.write(text.encode())
+        target.flush()
+    else:
+        Path(target).write_text(text, encoding="utf-8")
+
+
+def _autosave_name(run: dict) -> str:
+    commit = (run.get("commit_info") or {}).get("id") or "uncommitted"
+    return f"{commit[:12]}_merged"

@@ -14,8 +14,6 @@ import time
 from pathlib import Path
 
 import pytest
-from test_faults import assert_one_line, bench_project  # noqa: F401 (a fixture)
-from test_plugin import run
 
 from perfgate.cli import bisect, dashboard, main
 
@@ -143,12 +141,6 @@ def test_ctrl_c_in_the_dashboard_leaves_the_old_site_whole(tmp_path, monkeypatch
     assert status == 130 and err.strip().endswith("interrupted; nothing was left half-written")
     assert sorted(p.relative_to(site) for p in site.rglob("*")) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["baselines", "site"]  # no leftovers
-
-
-def test_save_under_xdist_is_refused_before_running(bench_project):  # noqa: F811
-    result = run(bench_project, "-n", "2", "--benchmark-save=x")
-    assert_one_line(result, pytest.ExitCode.USAGE_ERROR, "--benchmark-save with pytest-xdist")
-    assert not (bench_project.path / "ran").exists()
 
 
 # pytest in place: prints a line, then interrupts its parent (the perfgate command) and hangs

@@ -249,7 +249,6 @@ def test_gate_without_baseline_names_the_keys_that_exist(bench_project):
         (["-k", "nothing_matches"], "none of the 0 selected benchmarks is in the baseline"),
         (["--perf-gate-threshold=sdpaa=0.5"], "names no family or test here: sdpaa"),
         (["--benchmark-disable"], "benchmarks are not timed here"),
-        (["-p", "xdist", "-n", "2"], "pytest-xdist (-n) is on"),
     ],
 )
 def test_gate_that_would_compare_nothing_fails_before_running(bench_project, args, line):

@@ -37,18 +37,20 @@ def load_workflow() -> dict:
     return yaml.safe_load(WORKFLOW.read_text())
 
 
-def steps() -> list[dict]:
-    return [step for job in load_workflow()["jobs"].values() for step in job["steps"]]
+def steps(job: str | None = "gate") -> list[dict]:
+    """The steps of one job (default: the one-runner gate), or of every job (None)."""
+    jobs = load_workflow()["jobs"]
+    return [step for name in ([job] if job else jobs) for step in jobs[name]["steps"]]
 
 
-def step_running(text: str) -> dict:
-    matches = [step for step in steps() if text in step.get("run", "")]
+def step_running(text: str, job: str = "gate") -> dict:
+    matches = [step for step in steps(job) if text in step.get("run", "")]
     assert len(matches) == 1, f"expected one step whose run: holds {text!r}, found {len(matches)}"
     return matches[0]
 
 
-def step_using(action: str) -> dict:
-    matches = [step for step in steps() if step.get("uses", "").startswith(action + "@")]
+def step_using(action: str, job: str = "gate") -> dict:
+    matches = [step for step in steps(job) if step.get("uses", "").startswith(action + "@")]
     assert len(matches) == 1, f"expected one step that uses {action}, found {len(matches)}"
     return matches[0]
 
@@ -80,7 +82,7 @@ def test_every_job_has_a_timeout():
 
 
 def test_every_action_is_pinned_to_a_commit_with_its_version_beside_it():
-    uses = [step["uses"] for step in steps() if "uses" in step]
+    uses = [step["uses"] for step in steps(None) if "uses" in step]
     assert uses
     lines = WORKFLOW.read_text().splitlines()
     for action in uses:
@@ -233,3 +235,90 @@ def test_actionlint_rejects_a_broken_workflow(actionlint, tmp_path: Path):
     assert result.returncode == 1 and "invalid YAML" in result.stdout
     result = actionlint(with_unknown_permission_level(tmp_path))
     assert result.returncode == 1 and "reed" in result.stdout
+
+
+# --- the sharded nightly: N GPU runners, then one merge ------------------------------------------
+def test_sharding_is_optional_and_skips_the_one_runner_gate():
+    jobs = load_workflow()["jobs"]
+    assert jobs["gate"]["if"] == "(inputs.shards || '1') < 2"
+    # the plan runs for anything but 1 (or none), so a mistyped count fails there, never skips all
+    assert jobs["plan"]["if"] == "${{ !((inputs.shards || '1') < 2) }}"
+    assert jobs["shard"]["needs"] == "plan"
+    assert jobs["shard"]["runs-on"] == ["self-hosted", "gpu"]
+    assert (
+        jobs["shard"]["strategy"]["matrix"]["shard"] == "${{ fromJSON(needs.plan.outputs.shards) }}"
+    )
+    assert jobs["shard"]["strategy"]["fail-fast"] is False  # every shard runs to be merged
+    assert jobs["merge"]["needs"] == ["plan", "shard"] and jobs["merge"]["if"].startswith(
+        "always()"
+    )
+
+
+def test_plan_lists_shards_one_to_n_and_refuses_a_non_number(tmp_path):
+    script = step_running("GITHUB_OUTPUT", job="plan")["run"]
+    output = tmp_path / "output"
+    env = {**os.environ, "SHARDS": "3", "GITHUB_OUTPUT": str(output)}
+    done = subprocess.run(["bash", "-e", "-c", script], env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and output.read_text() == "count=3\nshards=[1,2,3]\n"
+    env["SHARDS"] = "two"
+    done = subprocess.run(["bash", "-e", "-c", script], env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and "shards must be a whole number" in done.stdout
+
+
+def test_each_shard_gates_its_part_and_keeps_its_run_for_the_merge():
+    step = step_running("tox -e gpu-shard", job="shard")
+    assert '--perf-shard "$SHARD"' in step["run"]
+    assert step["env"]["SHARD"] == "${{ matrix.shard }}/${{ needs.plan.outputs.count }}"
+    commands = tox_environments()["gpu-shard"]
+    assert "--perf-gate" in commands and "--device cuda --perf-tier full" in commands
+    assert "--benchmark-json {toxinidir}/perfgate-results/shard.json" in commands
+    assert "--perf-gate-report {toxinidir}/perfgate-results/gate.md" in commands
+    upload = step_using("actions/upload-artifact", job="shard")
+    assert upload["if"] == "always()" and upload["with"]["path"] == "perfgate-results/"
+
+
+def write_shard(folder: Path, index: int, count: int, name: str) -> None:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_sharding import shard_run
+
+    folder.mkdir(parents=True)
+    (folder / "shard.json").write_text(json.dumps(shard_run(index, count, [name])))
+    row = {"name": f"t.py::{name}", "verdict": "unchanged"}
+    (folder / "gate.json").write_text(json.dumps([row]))
+    (folder / "gate.md").write_text(f"shard {index}\n")
+
+
+@pytest.mark.parametrize("missing", [False, True])
+def test_the_merge_step_joins_every_shard_and_refuses_a_missing_one(tmp_path, missing):
+    """The step's own shell script, with `tox -e triage --` standing for the perfgate command."""
+    if shutil.which("jq") is None:
+        pytest.skip("the merge step uses jq (GitHub's runners have it)")
+    count = 3 if missing else 2
+    for index in (1, 2):
+        write_shard(tmp_path / "shards" / f"perfgate-shard-{index}-1", index, count, f"c{index}")
+    tox = tmp_path / "bin" / "tox"
+    tox.parent.mkdir()
+    tox.write_text(f'#!/bin/sh\nshift 3\nexec {sys.executable} -m perfgate "$@"\n')
+    tox.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tox.parent}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONPATH": str(ROOT)}  # fmt: skip
+    script = step_running("merge shards/*/shard.json", job="merge")["run"]
+    done = subprocess.run(
+        ["bash", "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    if missing:
+        assert done.returncode == 3 and "shard 3/3 is missing" in done.stderr
+        return
+    assert done.returncode == 0, done.stderr
+    merged = json.loads((tmp_path / "perfgate-results" / "nightly.json").read_text())
+    assert [b["fullname"] for b in merged["benchmarks"]] == ["t.py::c1", "t.py::c2"]
+    rows = json.loads((tmp_path / "perfgate-results" / "gate.json").read_text())
+    assert [row["name"] for row in rows] == ["t.py::c1", "t.py::c2"]
+    assert (tmp_path / "perfgate-results" / "gate.md").read_text() == "shard 1\nshard 2\n"
+
+
+def test_the_merge_fails_when_a_shards_gate_failed():
+    step = step_running('"$SHARDS" != success', job="merge")
+    assert step["env"]["SHARDS"] == "${{ needs.shard.result }}" and "exit 1" in step["run"]
+    download = step_using("actions/download-artifact", job="merge")
+    assert download["with"]["pattern"] == "perfgate-shard-*-${{ github.run_id }}"

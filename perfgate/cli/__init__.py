@@ -1,7 +1,8 @@
 """The ``perfgate`` command: compare, history, report and profile over pytest-benchmark runs.
 
 ``main(argv)`` returns the exit status: 0 on success, 2 for a missing or unreadable run (one
-line on stderr naming the file and what to do), pytest's status for ``profile``.
+line on stderr naming the file and what to do), 3 for shards ``merge`` refuses to join,
+pytest's status for ``profile``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from perfgate import __version__
-from perfgate.cli import ab, guard, nightly
+from perfgate.cli import ab, guard, merge, nightly
 from perfgate.cli.bisect import add_bisect_parser, run_bisect
 from perfgate.cli.dashboard import add_dashboard_parser, run_dashboard
 from perfgate.cli.profile import DEFAULT_FOLDER as PROFILE_FOLDER
@@ -154,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     nightly.add_parser(commands, _fraction)
     add_dashboard_parser(commands, argparse.RawDescriptionHelpFormatter)
     add_bisect_parser(commands, argparse.RawDescriptionHelpFormatter)
+    merge.add_parser(commands, argparse.RawDescriptionHelpFormatter)
     return parser
 
 
@@ -255,6 +257,8 @@ def _run(args, extra: list[str], argv: Sequence[str], out, err) -> int:
         return run_dashboard(args, out, err)
     if args.command == "bisect":
         return run_bisect(args, extra, out, err)
+    if args.command == "merge":
+        return merge.run_merge(args, out, err)
     from perfgate.cli.profile import run_profile
 
     return run_profile(args.test_id, args.out, extra, out, err)

@@ -12,7 +12,7 @@ import threading
 
 from perfgate.outputs import check_file, check_folder
 
-FILE_OUT = {"ab"}  # commands whose --out is a file; the others' is a folder
+FILE_OUT = {"ab", "merge"}  # commands whose --out is a file; the others' is a folder
 
 
 def check_outputs(args: argparse.Namespace, err) -> None:

@@ -26,3 +26,17 @@ def clocks_note(before: Benchmark, now: Benchmark) -> str | None:
                 "highest SM clock"
             )
     return "power-limited: " + "; ".join(parts) if parts else None
+
+
+def gpu_note(before: Benchmark, now: Benchmark) -> str | None:
+    """'compared across two GPUs: ...' when both runs record the GPU that timed the case (a
+    pytest-xdist worker's, ``extra_info["gpu"]``) and they are two physical GPUs, else None."""
+    gpus = [benchmark.extra_info.get("gpu") for benchmark in (before, now)]
+    if not all(isinstance(gpu, dict) for gpu in gpus):
+        return None
+    ids = [gpu.get("uuid") or gpu.get("physical_index", gpu.get("index")) for gpu in gpus]
+    if ids[0] == ids[1]:
+        return None
+    shown = [f"GPU {gpu.get('physical_index', gpu.get('index'))} ({gpu.get('uuid') or 'no UUID'})"
+             for gpu in gpus]  # fmt: skip
+    return f"compared across two GPUs of one model: baseline on {shown[0]}, now on {shown[1]}"

@@ -22,7 +22,7 @@ from perfgate.counters import (
     is_instructions,
 )
 from perfgate.stats import MIN_ROUNDS, Comparison, compare_samples
-from perfgate.verdict.clocks import clocks_note
+from perfgate.verdict.clocks import clocks_note, gpu_note
 from perfgate.verdict.launches import judge_launches
 from perfgate.verdict.noise import case_threshold
 from perfgate.verdict.outcome import GateResult, Verdict, time_outcome
@@ -126,7 +126,11 @@ def _judge_one(
     name: str, before: Benchmark | None, now: Benchmark | None, again, context: _Context
 ) -> GateResult:
     result = _verdict_of(name, before, now, again, context)
-    note = clocks_note(before, now) if before is not None and now is not None else None
+    if before is None or now is None:
+        return result
+    if gpus := gpu_note(before, now):
+        result = replace(result, details=(*result.details, gpus))
+    note = clocks_note(before, now)
     if note is None:
         return result
     return replace(result, clocks=note, details=(*result.details, note))

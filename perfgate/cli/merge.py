@@ -1,0 +1,75 @@
+"""``perfgate merge``: the shard runs of one CI matrix (``--perf-shard I/N``) joined into one run,
+written to ``--out`` and/or saved into the store (``--save NAME``), for the gate and ``compare``.
+
+Exit status: 0 merged; MERGE_REFUSED (3) with one line when the runs are not the N shards of one
+run (another hardware key or commit, a case in two shards, a shard missing or given twice, a run
+that is no shard); 2 for an unreadable run or an output that cannot be written.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from perfgate import store
+from perfgate.merge import MergeError, merge_shards
+
+MERGE_REFUSED = 3
+EXAMPLES = """\
+  perfgate merge shard-1.json shard-2.json --out merged.json
+  perfgate merge shards/*.json --save nightly-merged      # baselines/<key>/<machine>/NNNN_..."""
+
+
+def add_parser(commands, formatter) -> None:
+    summary = "join the shard runs of one --perf-shard I/N matrix into one run"
+    merge = commands.add_parser(
+        "merge",
+        help=summary,
+        description=summary,
+        epilog="examples:\n" + EXAMPLES,
+        formatter_class=formatter,
+    )
+    merge.add_argument("shards", nargs="+", metavar="SHARD.json", help="every shard's run file")
+    merge.add_argument("--out", type=Path, metavar="RUN.json", help="write the merged run here")
+    merge.add_argument(
+        "--save",
+        metavar="NAME",
+        help="save the merged run into the store as the next NNNN_NAME.json of its hardware key",
+    )
+    merge.add_argument("--baselines", metavar="DIR", help="baseline root (default: ./baselines)")
+
+
+def run_merge(args: argparse.Namespace, out, err) -> int:
+    if not args.out and not args.save:
+        raise store.StoreError("give --out RUN.json, --save NAME, or both")
+    if args.save:
+        try:
+            store.check_save_name(args.save)
+        except store.StoreError as error:  # its line names pytest's option; ours is --save
+            raise store.StoreError(str(error).replace("--benchmark-save", "--save")) from None
+    runs = [(path, store.read_json(Path(path))) for path in args.shards]
+    try:
+        merged = merge_shards(runs)
+    except MergeError as error:
+        print(f"perfgate merge: refused: {error}", file=err)
+        return MERGE_REFUSED
+    cases = len(merged["benchmarks"])
+    if args.out:
+        print(f"wrote {store.write_new(args.out, merged)} ({cases} cases)", file=out)
+    if args.save:
+        root = Path(args.baselines) if args.baselines else Path("baselines")
+        key = merged["machine_info"]["perfgate"].get("hardware_key") or "unknown"
+        try:
+            saved = store.save(root / key, machine_id(merged["machine_info"]), args.save, merged)
+        except OSError as error:
+            raise store.StoreError(f"cannot save into {root / key}: {error.strerror}") from None
+        print(f"saved {saved} ({cases} cases)", file=out)
+    return 0
+
+
+def machine_id(machine_info: dict) -> str:
+    """pytest-benchmark's machine folder (``Linux-CPython-3.12-64bit``) of a run's facts."""
+    version = ".".join(str(machine_info.get("python_version", "")).split(".")[:2])
+    bits = (machine_info.get("cpu") or {}).get("bits", 64)
+    system = machine_info.get("system", "unknown")
+    return f"{system}-{machine_info.get('python_implementation', 'Python')}-{version}-{bits}bit"

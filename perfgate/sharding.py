@@ -1,0 +1,117 @@
+"""``--perf-shard I/N``: this session runs part I of N of the collected matrix (CI runners).
+
+The parts are balanced by the durations stored in the newest saved run of this hardware key:
+groups of cases (a case and the partners of its same-run ratios, which must be timed in one
+session) are placed longest first, each on the part with the least time so far (ties: the lower
+part, then the name). A case the run does not hold counts as the mean stored case (one even
+share); with no stored run every case counts the same. The split depends only on the collected
+names and the stored run, so every runner of one CI matrix computes the same split, and a shard
+of the same commit against the same baseline is the same set of cases from night to night.
+
+Each shard run records ``machine_info.perfgate.shard`` (``{"index": I, "count": N}``), so
+``perfgate merge`` can tell a missing shard from a complete set.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from perfgate.declarations import ratio_group
+
+SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+
+
+def parse(text: str) -> tuple[int, int]:
+    """(I, N) of ``I/N`` with 1 <= I <= N; ValueError with the line to show."""
+    match = SHARD.match(text or "")
+    if not match:
+        raise ValueError(f"--perf-shard {text!r}: give I/N, part I of N, e.g. 1/2")
+    index, count = int(match.group(1)), int(match.group(2))
+    if count < 1 or not 1 <= index <= count:
+        raise ValueError(
+            f"--perf-shard {text}: I must be 1 to N and N at least 1, e.g. 1/{max(count, 2)}"
+        )
+    return index, count
+
+
+def durations(run) -> dict[str, float]:
+    """Seconds each benchmark of a stored run spent timing: the sum of its per-round samples
+    (the stored median when it has none)."""
+    spent = {}
+    for name, benchmark in run.benchmarks.items():
+        total = sum(benchmark.samples) if benchmark.samples else benchmark.median
+        spent[name] = max(float(total), 0.0)
+    return spent
+
+
+def split(
+    names: list[str], stored: dict[str, float], count: int, groups: dict[str, str] | None = None
+) -> dict[str, int]:
+    """Each name's part (1..count): groups (``groups``: name -> group, default each name its
+    own) longest first onto the least loaded part."""
+    known = [stored[n] for n in names if n in stored]
+    share = sum(known) / len(known) if known else 1.0
+    members: dict[str, list[str]] = {}
+    for name in sorted(set(names)):
+        members.setdefault((groups or {}).get(name, name), []).append(name)
+    cost = {group: sum(stored.get(n, share) for n in names) for group, names in members.items()}
+    load = [0.0] * count
+    part = {}
+    for group in sorted(members, key=lambda g: (-cost[g], g)):
+        lightest = min(range(count), key=lambda i: (load[i], i))
+        part.update(dict.fromkeys(members[group], lightest + 1))
+        load[lightest] += cost[group]
+    return part
+
+
+class ShardSelection:
+    """Keeps this shard's part of the collected items (after -k/-m, before the gate's checks)."""
+
+    def __init__(self, index: int, count: int, folder: Path):
+        self.index, self.count, self.folder = index, count, folder
+        self.elsewhere: set[str] = set()  # cases of the other parts: not judged by this shard
+
+    @pytest.hookimpl(trylast=True)  # registered before the gate, so it runs before the gate's
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list) -> None:
+        stored = self._stored()  # its cases that are not collected go to one part too
+        groups = {item.nodeid: ratio_group(item) for item in items}  # ratio partners together
+        part = split([item.nodeid for item in items] + list(stored), stored, self.count, groups)
+        self.elsewhere = {name for name, index in part.items() if index != self.index}
+        kept = [item for item in items if part[item.nodeid] == self.index]
+        dropped = [item for item in items if part[item.nodeid] != self.index]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+    def _stored(self) -> dict[str, float]:
+        from perfgate import run_schema, store
+
+        runs = [r for r in store.saved_runs(self.folder) if not run_schema.from_the_future(r)]
+        return durations(runs[-1]) if runs else {}
+
+    def pytest_report_header(self) -> str:
+        return f"perfgate: shard {self.index}/{self.count} of the collected cases"
+
+
+def configure(config: pytest.Config, folder: Path) -> None:
+    """Register the selection when --perf-shard is given (a usage error for a bad value)."""
+    text = config.getoption("--perf-shard", None)
+    if not text:
+        return
+    try:
+        index, count = parse(text)
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
+    config.pluginmanager.register(ShardSelection(index, count, folder), "perfgate-shard")
+
+
+def machine_info(config: pytest.Config) -> dict:
+    """``{"shard": {"index": I, "count": N}}`` for a shard run, else {}."""
+    text = config.getoption("--perf-shard", None)
+    if not text:
+        return {}
+    index, count = parse(text)
+    return {"shard": {"index": index, "count": count}}

@@ -1,0 +1,251 @@
+"""--perf-shard I/N and ``perfgate merge``: the split, its refusals, and two shards merged into the
+run an unsharded session makes (same cases, samples and verdicts), timed on a virtual clock whose
+every reading is exact whatever the order of the cases."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_plugin import PLUGINS, saved_runs
+
+from perfgate import sharding
+from perfgate.cli import main
+from perfgate.cli.merge import MERGE_REFUSED
+
+# Each call of work(case) advances the clock by a duration drawn from (case, call number) only,
+# in multiples of 2**-20 s (exact in a float): a case reads the same samples in any process and
+# any order. PERFGATE_SLOW_CASE makes one case 1.5 times slower.
+CASE_CLOCK = """
+import os, random
+
+now = 0.0
+calls = {}
+
+def clock():
+    return now
+
+def work(case):
+    global now
+    calls[case] = calls.get(case, 0) + 1
+    noise = random.Random(f"{case}-{calls[case]}").randrange(200)
+    slow = 1.5 if os.environ.get("PERFGATE_SLOW_CASE") == case else 1.0
+    now += (2000 + noise) * slow * 2.0**-20
+"""
+CASES = """
+import pytest
+
+from perfgate.verdict import Ratio
+from virtual_clock import work
+
+@pytest.mark.perfgate(ratios=[Ratio("time relative to a", key="case", reference="a",
+                                    higher_is_better=False)])
+@pytest.mark.parametrize("case", ["a", "b", "c"])
+def test_first(benchmark, case):
+    benchmark.pedantic(work, args=(case,), rounds=20, iterations=1, warmup_rounds=1)
+
+@pytest.mark.parametrize("case", ["d", "e"])
+def test_second(benchmark, case):
+    benchmark.pedantic(work, args=(case,), rounds=20, iterations=1, warmup_rounds=1)
+"""
+
+
+@pytest.fixture
+def cases_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    return make_cases_project(pytester, monkeypatch)
+
+
+def make_cases_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
+    """Five benchmark cases of two test functions on the exact virtual clock."""
+    pytester.makepyfile(virtual_clock=CASE_CLOCK, test_cases=CASES)
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("PERFGATE_SLOW_CASE", raising=False)
+    return pytester
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(*PLUGINS, "--benchmark-timer=virtual_clock.clock", *args)
+
+
+def samples(path) -> dict[str, list[float]]:
+    data = json.loads(path.read_text())
+    return {b["fullname"]: b["stats"]["data"] for b in data["benchmarks"]}
+
+
+def verdicts(path) -> dict[str, str]:
+    return {row["name"]: row["verdict"] for row in json.loads(path.read_text())}
+
+
+def perfgate(capsys, *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+# --- the split ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("text", ["1/2", "2/2", " 3 / 4 ", "1/1"])
+def test_shard_values_that_name_a_part(text):
+    index, count = sharding.parse(text)
+    assert 1 <= index <= count
+
+
+@pytest.mark.parametrize("text", ["0/2", "3/2", "1/0", "1", "a/b", "", "1/2/3", "-1/2"])
+def test_shard_values_that_name_no_part_say_how_to_give_one(text):
+    with pytest.raises(ValueError, match=r"--perf-shard .*e\.g\. 1/"):
+        sharding.parse(text)
+
+
+def test_split_balances_stored_durations_longest_first():
+    stored = {"a": 8.0, "b": 5.0, "c": 4.0, "d": 3.0}
+    part = sharding.split(["d", "c", "b", "a"], stored, 2)
+    load = {i: sum(stored[n] for n in part if part[n] == i) for i in (1, 2)}
+    assert part == {"a": 1, "b": 2, "c": 2, "d": 1} and load == {1: 11.0, 2: 9.0}
+
+
+def test_cases_without_a_stored_duration_count_as_the_mean_case():
+    part = sharding.split(["a", "b", "new1", "new2"], {"a": 3.0, "b": 1.0}, 2)
+    assert part == {"a": 1, "new1": 2, "new2": 2, "b": 1}  # each new case counts 2.0: 4 and 4
+    assert set(sharding.split(["x", "y", "z", "w"], {}, 2).values()) == {1, 2}  # none stored
+
+
+def test_split_is_the_same_in_any_collection_order_and_covers_every_case_once():
+    names = [f"perf_tests/test_x.py::test_x[{i}]" for i in range(50)]
+    stored = {name: float(i % 7) for i, name in enumerate(names[:30])}
+    first = sharding.split(names, stored, 4)
+    assert first == sharding.split(list(reversed(names)), stored, 4)
+    assert sorted(first) == sorted(names) and set(first.values()) == {1, 2, 3, 4}
+
+
+def test_a_case_and_its_ratio_partners_go_to_one_part():
+    groups = {"t[a]": "t", "t[b]": "t", "t[c]": "t"}
+    part = sharding.split(["t[a]", "t[b]", "t[c]", "u", "v"], {}, 2, groups)
+    assert part["t[a]"] == part["t[b]"] == part["t[c]"] == 1 and part["u"] == part["v"] == 2
+
+
+@pytest.mark.parametrize("value", ["0/2", "two"])
+def test_a_bad_shard_is_one_usage_line(cases_project, value):
+    result = run(cases_project, f"--perf-shard={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = result.stdout.str() + result.stderr.str()
+    assert "--perf-shard" in output and "e.g. 1/" in output and "Traceback" not in output
+
+
+# --- two shards merged are the unsharded run ----------------------------------------------------
+def test_two_shards_merged_give_the_unsharded_cases_samples_and_verdicts(
+    cases_project, monkeypatch, capsys
+):
+    assert run(cases_project, "--benchmark-save=base").ret == 0
+    base = str(saved_runs(cases_project)[0])
+    monkeypatch.setenv("PERFGATE_SLOW_CASE", "b")
+    whole = run(cases_project, "--perf-gate", "--benchmark-json=whole.json",
+                "--perf-gate-report=whole/gate.md")  # fmt: skip
+    assert whole.ret == pytest.ExitCode.TESTS_FAILED, whole.stdout.str()
+    shard_verdicts = {}
+    for index in (1, 2):
+        shard = run(cases_project, "--perf-gate", f"--perf-shard={index}/2",
+                    f"--benchmark-json=shard{index}.json",
+                    f"--perf-gate-report=shard{index}/gate.md")  # fmt: skip
+        shard.stdout.fnmatch_lines([f"*shard {index}/2*", "*deselected*"])
+        shard_verdicts.update(verdicts(cases_project.path / f"shard{index}" / "gate.json"))
+    shard_cases = [set(samples(cases_project.path / f"shard{i}.json")) for i in (1, 2)]
+    assert shard_cases[0] and shard_cases[1] and not shard_cases[0] & shard_cases[1]
+    first = {f"test_cases.py::test_first[{case}]" for case in "abc"}  # ratio partners
+    assert first <= shard_cases[0] or first <= shard_cases[1]
+    status, out, _ = perfgate(capsys, "merge", "shard2.json", "shard1.json", "--out", "merged.json")
+    assert status == 0 and "merged.json (5 cases)" in out
+    merged, unsharded = cases_project.path / "merged.json", cases_project.path / "whole.json"
+    assert samples(merged) == samples(unsharded)
+    # the gate's verdicts: the shards' gates together are the unsharded gate's
+    assert shard_verdicts == verdicts(cases_project.path / "whole" / "gate.json")
+    assert shard_verdicts["test_cases.py::test_first[b]"] == "regression"
+    # perfgate compare reads the merged run as the unsharded one
+    compared = []
+    for current in ("merged.json", "whole.json"):
+        status, out, _ = perfgate(capsys, "compare", base, current, "--json")
+        assert status == 0
+        compared.append({row["name"]: row["verdict"] for row in json.loads(out)})
+    assert compared[0] == compared[1] and compared[0]["test_cases.py::test_first[b]"] != "unchanged"
+
+
+def test_a_merged_run_saved_into_the_store_is_the_gates_baseline(cases_project, capsys):
+    for index in (1, 2):
+        assert (
+            run(cases_project, f"--perf-shard={index}/2", f"--benchmark-json=s{index}.json").ret
+            == 0
+        )
+    status, out, _ = perfgate(capsys, "merge", "s1.json", "s2.json", "--save", "merged")
+    assert status == 0 and "0001_merged.json (5 cases)" in out
+    result = run(cases_project, "--perf-gate")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*comparing with *0001_merged.json*"])
+
+
+# --- what merge refuses --------------------------------------------------------------------------
+def shard_run(index: int, count: int, names: list[str], key="KEY", commit="abc") -> dict:
+    entries = [{"name": n, "fullname": f"t.py::{n}", "params": {}, "group": None, "extra_info": {},
+                "stats": {"median": 1.0, "data": [1.0, 1.0]}} for n in names]  # fmt: skip
+    shard = {"index": index, "count": count}
+    return {"machine_info": {"perfgate": {"hardware_key": key, "shard": shard}},
+            "commit_info": {"id": commit}, "benchmarks": entries,
+            "datetime": "2026-11-20T10:00:00+00:00"}  # fmt: skip
+
+
+REFUSED = {
+    "another key": ([shard_run(1, 2, ["a"]), shard_run(2, 2, ["b"], key="OTHER")],
+                    "shards ran on different hardware (1/2: KEY, 2/2: OTHER)"),
+    "another commit": ([shard_run(1, 2, ["a"]), shard_run(2, 2, ["b"], commit="def")],
+                       "shards ran on different commits (1/2: abc, 2/2: def)"),
+    "a case twice": ([shard_run(1, 2, ["a"]), shard_run(2, 2, ["a"])],
+                     "t.py::a was run by both shard 1/2 and shard 2/2"),
+    "a missing shard": ([shard_run(1, 3, ["a"]), shard_run(3, 3, ["b"])],
+                        "shard 2/3 is missing; give all 3 shard runs"),
+    "a shard twice": ([shard_run(1, 2, ["a"]), shard_run(1, 2, ["b"])], "shard 1/2 is given twice"),
+    "two splits": ([shard_run(1, 2, ["a"]), shard_run(2, 3, ["b"])], "of different splits"),
+    "no shard": ([shard_run(1, 1, ["a"]) | {"machine_info": {"perfgate": {}}}],
+                 "is not a shard run (no --perf-shard I/N recorded in it)"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("why", sorted(REFUSED))
+def test_merge_refuses_runs_that_are_not_the_shards_of_one_run(tmp_path, monkeypatch, capsys, why):
+    monkeypatch.chdir(tmp_path)
+    runs, line = REFUSED[why]
+    paths = []
+    for number, data in enumerate(runs):
+        paths.append(f"run{number}.json")
+        (tmp_path / paths[-1]).write_text(json.dumps(data))
+    status, out, err = perfgate(capsys, "merge", *paths, "--out", "merged.json")
+    assert status == MERGE_REFUSED, err
+    assert err.count("\n") == 1 and line in err and err.startswith("perfgate merge: refused: ")
+    assert not (tmp_path / "merged.json").exists()
+
+
+def test_merge_never_writes_over_a_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    for index in (1, 2):
+        (tmp_path / f"s{index}.json").write_text(json.dumps(shard_run(index, 2, [f"c{index}"])))
+    (tmp_path / "merged.json").write_text("mine")
+    status, _, err = perfgate(capsys, "merge", "s1.json", "s2.json", "--out", "merged.json")
+    assert status == 2 and "merged.json exists; name a new file" in err
+    assert (tmp_path / "merged.json").read_text() == "mine"
+
+
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (["s1.json", "broken.json", "--out", "m.json"], "broken.json is not valid JSON"),
+        (["s1.json", "s2.json"], "give --out RUN.json, --save NAME, or both"),
+        (["s1.json", "s2.json", "--save", "a/b"], "--save 'a/b': a name may not"),
+    ],
+)
+def test_merge_says_in_one_line_what_it_cannot_read_or_write(
+    tmp_path, monkeypatch, capsys, argv, line
+):
+    monkeypatch.chdir(tmp_path)
+    for index in (1, 2):
+        (tmp_path / f"s{index}.json").write_text(json.dumps(shard_run(index, 2, [f"c{index}"])))
+    (tmp_path / "broken.json").write_text('{"benchmarks": [')
+    status, _, err = perfgate(capsys, "merge", *argv)
+    assert status == 2 and err.count("\n") == 1 and line in err, err
+    assert not (tmp_path / "m.json").exists() and not (tmp_path / "baselines").exists()
