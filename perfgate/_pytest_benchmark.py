@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.benchmark import Run, run_from_json
+from perfgate.benchmark import Run, run_from_json, with_rounds_kept
 
 DEFAULT_STORAGE = "file://./.benchmarks"  # pytest-benchmark's default --benchmark-storage
 
@@ -88,7 +88,9 @@ def current_run(config: pytest.Config) -> Run:
 
 
 def _as_run(config: pytest.Config, results: list) -> Run:
-    entries = [r.as_dict(include_data=True) for r in results if r and not r.has_error]
+    entries = [
+        with_rounds_kept(r.as_dict(include_data=True)) for r in results if r and not r.has_error
+    ]
     data = {
         "machine_info": machine_info(config),
         "commit_info": {},
@@ -112,7 +114,8 @@ def show_comparison_with(config: pytest.Config, path: Path) -> None:
         shown = Path(path).resolve().relative_to(Path(str(session.storage.path)))
     except ValueError:
         shown = Path(path)
-    session.compared_mapping = {shown: {b["fullname"]: b for b in data["benchmarks"]}}
+    entries = [with_rounds_kept(entry) for entry in data["benchmarks"]]  # bounded, like a save
+    session.compared_mapping = {shown: {b["fullname"]: b for b in entries}}
 
 
 def drop_unmeasured(config: pytest.Config) -> None:
