@@ -47,6 +47,11 @@ class Benchmark:
         return max(self.measured_rounds or 0, len(self.samples))
 
     @property
+    def group_label(self) -> str:
+        """pytest-benchmark's group, or "" for a benchmark in none."""
+        return "" if self.group is None else str(self.group)
+
+    @property
     def test(self) -> str:
         """The test function's name: ``test_attention`` for ``...::test_attention[cuda-...]``."""
         return self.fullname.split("::")[-1].split("[")[0]

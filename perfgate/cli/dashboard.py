@@ -92,7 +92,7 @@ def _index_row(hardware: str, runs: Sequence, fullname: str, steps) -> list[str]
     link = f"<a href='{page_path(hardware, fullname)}'>{html.escape(newest.name)}</a>"
     return [
         link,
-        html.escape(str(newest.group)),
+        html.escape(newest.group_label),
         str(len(measured)),
         fmt_time(newest.median),
         change,
