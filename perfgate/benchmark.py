@@ -20,6 +20,7 @@ from perfgate.stats import BOOTSTRAP_POINTS, median
 # bootstrap resamples no more than this many a side anyway; the stats pytest-benchmark computes
 # (min, max, mean, stddev, median, iqr, rounds, ...) stay those of every round measured.
 KEPT_ROUNDS = BOOTSTRAP_POINTS
+UNVERSIONED = "unversioned"  # pytest-benchmark's commit_info.id of a run saved outside git
 ROUNDS_KEPT = "rounds_kept"  # stats field: how many of stats.rounds are in stats.data, if fewer
 
 
@@ -192,7 +193,9 @@ class Run:
 
     @property
     def commit(self) -> str | None:
-        return self.commit_info.get("id") or None
+        """The commit the run measured; None when unknown (saved outside a git repository)."""
+        commit = self.commit_info.get("id")
+        return None if not commit or commit == UNVERSIONED else str(commit)
 
     @cached_property
     def environment(self) -> dict:

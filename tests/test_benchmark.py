@@ -81,3 +81,10 @@ def test_the_verdict_on_kept_rounds_agrees_with_every_round(slower, verdict):
     assert result.comparison.ratio == pytest.approx(everything.ratio, rel=0.005)
     significant = everything.p_value < 0.01 or everything.p_value_faster < 0.01
     assert significant == (verdict is not Verdict.UNCHANGED)
+
+
+def test_a_run_saved_outside_git_has_no_commit():
+    unversioned = {"benchmarks": [], "commit_info": {"id": "unversioned", "dirty": False}}
+    assert run_from_json(unversioned, None).commit is None
+    versioned = {"benchmarks": [], "commit_info": {"id": "0123abc"}}
+    assert run_from_json(versioned, None).commit == "0123abc"

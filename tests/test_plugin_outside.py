@@ -123,6 +123,7 @@ def test_asked_gate_uses_the_projects_storage_and_paths(project, monkeypatch):
     assert result.ret == 1, output_of(result)
     assert "Confirmed regressions" in output_of(result)
     assert "profiling" not in output_of(result)  # nothing here is timed by perfgate.timing
+    assert "perfgate ab" not in output_of(result)  # no commit to compare with outside git
 
 
 def test_the_command_line_finds_this_machines_key_without_torch(monkeypatch):
