@@ -244,7 +244,10 @@ def environment(machine_info: dict) -> dict:
 
 
 def environment_changes(before: dict, after: dict) -> list[tuple[str, str, str]]:
-    """(key, before, after) for each environment entry that differs, sorted by key."""
+    """(key, before, after) for each environment entry that differs, sorted by key; none when
+    a run recorded no environment (saved by pytest-benchmark alone: unknown, not changed)."""
+    if not before or not after:
+        return []
     keys = sorted(set(before) | set(after))
     return [
         (k, str(before.get(k)), str(after.get(k))) for k in keys if before.get(k) != after.get(k)

@@ -12,6 +12,7 @@ from perfgate import store
 from perfgate.benchmark import (
     KEPT_ROUNDS,
     ROUNDS_KEPT,
+    environment_changes,
     kept,
     run_from_json,
     with_bounded_data,
@@ -88,3 +89,10 @@ def test_a_run_saved_outside_git_has_no_commit():
     assert run_from_json(unversioned, None).commit is None
     versioned = {"benchmarks": [], "commit_info": {"id": "0123abc"}}
     assert run_from_json(versioned, None).commit == "0123abc"
+
+
+def test_a_run_saved_by_pytest_benchmark_alone_shows_no_environment_change():
+    assert environment_changes({}, {"python": "3.11.7"}) == []
+    assert environment_changes({"python": "3.11.7"}, {"python": "3.12.1"}) == [
+        ("python", "3.11.7", "3.12.1")
+    ]

@@ -211,3 +211,12 @@ def test_a_benchmark_in_no_group_shows_an_empty_group_not_none(tmp_path):
     assert "None" not in index and "<td></td>" in index
     page = (site / STEPPED_PAGE).read_text()
     assert "None" not in page and "group" not in page.split("<h2>")[0].lower().split("</h1>")[1]
+
+
+def test_another_projects_benchmarks_folder_is_read_without_baselines(tmp_path, monkeypatch):
+    folder = write_history(tmp_path / ".benchmarks", runs=6, step_at=3)
+    monkeypatch.chdir(tmp_path)  # pytest-benchmark's storage, and no baselines/ folder
+    status, _, err = perfgate("dashboard", "--out", str(tmp_path / "site"))
+    assert status == 0, err
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert f"<h2>{folder.parent.name}</h2>" in index and "test_kernel[cpu-stepped]" in index
