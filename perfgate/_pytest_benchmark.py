@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.benchmark import Run, run_from_json, with_rounds_kept
+from perfgate.benchmark import Run, kept, run_from_json, with_rounds_kept
 
 DEFAULT_STORAGE = "file://./.benchmarks"  # pytest-benchmark's default --benchmark-storage
 
@@ -88,9 +88,7 @@ def current_run(config: pytest.Config) -> Run:
 
 
 def _as_run(config: pytest.Config, results: list) -> Run:
-    entries = [
-        with_rounds_kept(r.as_dict(include_data=True)) for r in results if r and not r.has_error
-    ]
+    entries = [_entry(r) for r in results if r and not r.has_error]
     data = {
         "machine_info": machine_info(config),
         "commit_info": {},
@@ -98,6 +96,16 @@ def _as_run(config: pytest.Config, results: list) -> Run:
         "datetime": datetime.now(timezone.utc).isoformat(),
     }
     return run_from_json(data, None)
+
+
+def _entry(result) -> dict:
+    """A result's JSON entry with only the statistics the model reads: the kept rounds and the
+    count measured. pytest-benchmark's own (mean and stddev through ``statistics``, seconds for
+    200,000 rounds) are left to its table and save, and never computed for a re-run."""
+    entry = result.as_dict(include_data=False, stats=False)
+    data = result.stats.data
+    entry["stats"] = {"data": kept(data), "rounds": len(data)}
+    return entry
 
 
 def machine_info(config: pytest.Config) -> dict:
