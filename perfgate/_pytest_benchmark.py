@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.benchmark import Run, kept, run_from_json, with_rounds_kept
+from perfgate.benchmark import Run, kept, run_from_json
 
 DEFAULT_STORAGE = "file://./.benchmarks"  # pytest-benchmark's default --benchmark-storage
 
@@ -115,14 +115,15 @@ def machine_info(config: pytest.Config) -> dict:
 def show_comparison_with(config: pytest.Config, path: Path) -> None:
     """Let pytest-benchmark's own table and --benchmark-compare-fail compare with ``path``
     (perfgate loads and checks baselines itself; pytest-benchmark is told to load nothing)."""
+    from perfgate import store
+
     session = _session(config)
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    entries = store.comparison_entries(path)  # the baseline's one read, per-round data bounded
     session.compare = str(path)
     try:  # pytest-benchmark names the compared run by its path inside the storage
         shown = Path(path).resolve().relative_to(Path(str(session.storage.path)))
     except ValueError:
         shown = Path(path)
-    entries = [with_rounds_kept(entry) for entry in data["benchmarks"]]  # bounded, like a save
     session.compared_mapping = {shown: {b["fullname"]: b for b in entries}}
 
 

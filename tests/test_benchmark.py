@@ -66,6 +66,8 @@ def test_an_old_run_with_every_round_is_bounded_when_loaded(tmp_path):
     path.write_text(json.dumps({"benchmarks": [entry(rounds(1e-6))]}))
     (benchmark,) = store.load(path).benchmarks.values()
     assert len(benchmark.samples) == KEPT_ROUNDS and benchmark.rounds == MEASURED
+    [shown] = store.comparison_entries(path)  # what pytest-benchmark's table compares with
+    assert len(shown["stats"]["data"]) == KEPT_ROUNDS and shown["stats"]["rounds"] == MEASURED
 
 
 @pytest.mark.parametrize(
