@@ -71,6 +71,13 @@ def test_unasked_saves_compare_and_compare_fail_are_pytest_benchmarks(project, m
     assert "perfgate:" not in output_of(result) and "perfgate gate" not in output_of(result)
 
 
+def test_unasked_compare_with_a_run_perfgate_saved_sees_the_same_machine(project):
+    assert run(project, "--perf-gate-threshold=0.5", "--benchmark-save=asked").ret == 0
+    result = run(project, "--benchmark-compare", "--benchmark-compare-fail=min:50%")
+    assert result.ret == 0, output_of(result)  # no "machine_info is different" (an error here)
+    assert "0001_asked" in output_of(result) and "INTERNALERROR" not in output_of(result)
+
+
 def test_unasked_min_rounds_does_not_warn_under_filterwarnings_error(project):
     result = run(project, "--benchmark-min-rounds=3")
     assert result.ret == 0, output_of(result)
