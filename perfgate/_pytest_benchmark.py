@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.benchmark import Run, run_from_json
+from perfgate.benchmark import Run, kept, run_from_json
 
 DEFAULT_STORAGE = "file://./.benchmarks"  # pytest-benchmark's default --benchmark-storage
 
@@ -97,7 +97,7 @@ def _as_run(config: pytest.Config, results: list) -> Run:
 
 
 def _as_json(config: pytest.Config, results: list) -> dict:
-    entries = [r.as_dict(include_data=True) for r in results if r and not r.has_error]
+    entries = [_entry(r) for r in results if r and not r.has_error]
     return {
         "machine_info": machine_info(config),
         "commit_info": {},
@@ -132,6 +132,16 @@ def time_under_xdist(config: pytest.Config) -> None:
         session.xdist_warning = False
 
 
+def _entry(result) -> dict:
+    """A result's JSON entry with only the statistics the model reads: the kept rounds and the
+    count measured. pytest-benchmark's own (mean and stddev through ``statistics``, seconds for
+    200,000 rounds) are left to its table and save, and never computed for a re-run."""
+    entry = result.as_dict(include_data=False, stats=False)
+    data = result.stats.data
+    entry["stats"] = {"data": kept(data), "rounds": len(data)}
+    return entry
+
+
 def machine_info(config: pytest.Config) -> dict:
     return _session(config).get_machine_info()
 
@@ -139,14 +149,16 @@ def machine_info(config: pytest.Config) -> dict:
 def show_comparison_with(config: pytest.Config, path: Path) -> None:
     """Let pytest-benchmark's own table and --benchmark-compare-fail compare with ``path``
     (perfgate loads and checks baselines itself; pytest-benchmark is told to load nothing)."""
+    from perfgate import store
+
     session = _session(config)
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    entries = store.comparison_entries(path)  # the baseline's one read, per-round data bounded
     session.compare = str(path)
     try:  # pytest-benchmark names the compared run by its path inside the storage
         shown = Path(path).resolve().relative_to(Path(str(session.storage.path)))
     except ValueError:
         shown = Path(path)
-    session.compared_mapping = {shown: {b["fullname"]: b for b in data["benchmarks"]}}
+    session.compared_mapping = {shown: {b["fullname"]: b for b in entries}}
 
 
 def drop_unmeasured(config: pytest.Config) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from perfgate import _pytest_benchmark, options, run_schema, saving, store
-from perfgate.benchmark import Run
+from perfgate.benchmark import Run, with_bounded_data
 
 GATE_NOT_RUN = 6  # exit status: the gate could not run, or gated nothing (README: exit codes)
 UNSAVED = saving.UNSAVED
@@ -218,6 +218,7 @@ class Saver:
         self.gate_failed = False
 
     def __call__(self, run_json: dict, name: str) -> None:
+        run_json = with_bounded_data(run_json)  # a saved run keeps at most KEPT_ROUNDS a case
         machine_id = _pytest_benchmark.machine_id(self.config)
         outcome = saving.save_run(run_json, name, Path(self.config.rootpath), self._unclean(),
                                   lambda kept: store.save_file(self.choice.key_folder, machine_id,

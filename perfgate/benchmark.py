@@ -13,7 +13,15 @@ from pathlib import Path
 
 import numpy as np
 
-from perfgate.stats import median
+from perfgate.stats import BOOTSTRAP_POINTS, median
+
+# Per-round data a run keeps per benchmark: at most this many rounds, evenly spaced in the order
+# they were measured (so the noise blocks of verdict.noise stay in order). The verdict's
+# bootstrap resamples no more than this many a side anyway; the stats pytest-benchmark computes
+# (min, max, mean, stddev, median, iqr, rounds, ...) stay those of every round measured.
+KEPT_ROUNDS = BOOTSTRAP_POINTS
+UNVERSIONED = "unversioned"  # pytest-benchmark's commit_info.id of a run saved outside git
+ROUNDS_KEPT = "rounds_kept"  # stats field: how many of stats.rounds are in stats.data, if fewer
 
 
 class RunFormatError(Exception):
@@ -32,6 +40,17 @@ class Benchmark:
     samples: tuple[float, ...] = ()
     extra_info: dict = field(default_factory=dict)
     stored_median: float | None = None  # the JSON's stats.median: used only without samples
+    measured_rounds: int | None = None  # the JSON's stats.rounds, when more than the samples
+
+    @property
+    def rounds(self) -> int:
+        """Rounds measured: every round pytest-benchmark timed, kept in ``samples`` or not."""
+        return max(self.measured_rounds or 0, len(self.samples))
+
+    @property
+    def group_label(self) -> str:
+        """pytest-benchmark's group, or "" for a benchmark in none."""
+        return "" if self.group is None else str(self.group)
 
     @property
     def test(self) -> str:
@@ -74,6 +93,7 @@ def benchmark_from_json(entry: object, where: str) -> Benchmark:
         raise RunFormatError(f"{where} has no name, fullname or stats")
     label = f"{where} ({fullname})"
     data = stats.get("data")
+    data = kept(data) if isinstance(data, list) else data  # an older run's every round: bounded
     if data is None or data == []:
         samples: tuple[float, ...] = ()
     elif isinstance(data, list) and all(_positive_number(x) for x in data):
@@ -86,8 +106,40 @@ def benchmark_from_json(entry: object, where: str) -> Benchmark:
     params, extra = entry.get("params") or {}, entry.get("extra_info") or {}
     if not isinstance(params, dict) or not isinstance(extra, dict):
         raise RunFormatError(f"{label}: params and extra_info must be objects")
-    group = entry.get("group")
-    return Benchmark(fullname, name, group, params, samples, extra, _float_or_none(stored))
+    group, rounds = entry.get("group"), stats.get("rounds")
+    rounds = rounds if isinstance(rounds, int) and not isinstance(rounds, bool) else None
+    return Benchmark(fullname, name, group, params, samples, extra, _float_or_none(stored), rounds)
+
+
+def kept(data: list) -> list:
+    """At most ``KEPT_ROUNDS`` of ``data``, evenly spaced in order, first and last included."""
+    if len(data) <= KEPT_ROUNDS:
+        return data
+    step = (len(data) - 1) / (KEPT_ROUNDS - 1)
+    return [data[round(i * step)] for i in range(KEPT_ROUNDS)]
+
+
+def with_rounds_kept(entry: dict) -> dict:
+    """A copy of one benchmark entry of a run's JSON whose ``stats.data`` holds only the kept
+    rounds, with ``stats.rounds_kept`` saying how many when that is fewer than ``stats.rounds``;
+    every other field (the exact statistics of every round) as it was."""
+    stats = entry.get("stats")
+    data = stats.get("data") if isinstance(stats, dict) else None
+    if not isinstance(data, list) or len(data) <= KEPT_ROUNDS:
+        return entry
+    return {**entry, "stats": {**stats, "data": kept(data), ROUNDS_KEPT: KEPT_ROUNDS}}
+
+
+def with_bounded_data(run_json: dict) -> dict:
+    """A copy of a run's JSON, each benchmark's per-round data bounded (``with_rounds_kept``)."""
+    benchmarks = run_json.get("benchmarks")
+    if not isinstance(benchmarks, list):
+        return run_json
+    return {**run_json, "benchmarks": [_bounded(entry) for entry in benchmarks]}
+
+
+def _bounded(entry: object) -> object:
+    return with_rounds_kept(entry) if isinstance(entry, dict) else entry
 
 
 def _positive_number(value: object) -> bool:
@@ -141,7 +193,9 @@ class Run:
 
     @property
     def commit(self) -> str | None:
-        return self.commit_info.get("id") or None
+        """The commit the run measured; None when unknown (saved outside a git repository)."""
+        commit = self.commit_info.get("id")
+        return None if not commit or commit == UNVERSIONED else str(commit)
 
     @cached_property
     def environment(self) -> dict:
@@ -190,7 +244,10 @@ def environment(machine_info: dict) -> dict:
 
 
 def environment_changes(before: dict, after: dict) -> list[tuple[str, str, str]]:
-    """(key, before, after) for each environment entry that differs, sorted by key."""
+    """(key, before, after) for each environment entry that differs, sorted by key; none when
+    a run recorded no environment (saved by pytest-benchmark alone: unknown, not changed)."""
+    if not before or not after:
+        return []
     keys = sorted(set(before) | set(after))
     return [
         (k, str(before.get(k)), str(after.get(k))) for k in keys if before.get(k) != after.get(k)

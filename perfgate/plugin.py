@@ -60,6 +60,14 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     return gpu.device_count() or None
 
 
+@pytest.hookimpl(optionalhook=True, tryfirst=True)  # before pytest-benchmark's own compares
+def pytest_benchmark_compare_machine_info(machine_info: dict, compared_benchmark: dict) -> None:
+    """A run saved by perfgate holds ``machine_info["perfgate"]``: for pytest-benchmark alone
+    comparing with it, no machine difference (its warning is an error under filterwarnings)."""
+    if "perfgate" not in machine_info:
+        (compared_benchmark.get("machine_info") or {}).pop("perfgate", None)
+
+
 class Asked:
     """The hooks of a session that asked for perfgate: store, compare, save, gate, profiles."""
 

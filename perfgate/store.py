@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 
 from perfgate import owners, run_schema
-from perfgate.benchmark import Run, RunFormatError, run_from_json
+from perfgate.benchmark import Run, RunFormatError, run_from_json, with_bounded_data
 
 MAX_SET_RUNS = 5
 RUN_FILE = re.compile(r"^(\d{4,})_(.*)\.json$")
@@ -54,26 +54,46 @@ def _stamp(path: Path) -> tuple[int, int]:
 
 @functools.lru_cache(maxsize=256)
 def _load(path: Path, stamp: tuple[int, int]) -> Run:  # stamp: re-read a file that changed
-    restore = f"restore it from git (`git checkout -- {path}`) or move it out of the store"
+    data = _bounded_json(path, stamp)
+    try:
+        run = run_from_json(data, path)
+        run_schema.check(run)
+    except RunFormatError as error:
+        raise StoreError(f"{error}; {_restore(path)}") from error
+    return run
+
+
+def comparison_entries(path: Path) -> list:
+    """The benchmark entries of a loaded run as pytest-benchmark's table reads them (every
+    statistic, per-round data bounded), from the same single read as ``load``."""
+    path = Path(path)
+    return _bounded_json(path.resolve(), _stamp(path))["benchmarks"]
+
+
+@functools.lru_cache(maxsize=4)  # the run just loaded, for comparison_entries
+def _bounded_json(path: Path, stamp: tuple[int, int]) -> dict:
+    """The file's JSON with every benchmark's per-round data bounded (an older run may hold
+    every round: hundreds of MB as Python floats, dropped here as soon as it is parsed)."""
     try:
         text = path.read_bytes().decode("utf-8")
     except OSError as error:
         raise StoreError(f"cannot read run {path}: {error.strerror}") from error
     except UnicodeDecodeError as error:
-        raise StoreError(f"run {path} is not UTF-8 text ({error.reason}); {restore}") from error
+        raise StoreError(
+            f"run {path} is not UTF-8 text ({error.reason}); {_restore(path)}"
+        ) from error
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise StoreError(
             f"run {path} is not valid JSON ({error.msg} at line {error.lineno}); it may be "
-            f"truncated: {restore}"
+            f"truncated: {_restore(path)}"
         ) from error
-    try:
-        run = run_from_json(data, path)
-        run_schema.check(run)
-    except RunFormatError as error:
-        raise StoreError(f"{error}; {restore}") from error
-    return run
+    return with_bounded_data(data) if isinstance(data, dict) else data
+
+
+def _restore(path: Path) -> str:
+    return f"restore it from git (`git checkout -- {path}`) or move it out of the store"
 
 
 def run_files(folder: Path) -> list[Path]:

@@ -114,6 +114,17 @@ def test_history_without_a_match_says_so(tmp_path):
     assert not list(tmp_path.glob("*.png"))
 
 
+def test_history_without_matplotlib_prints_its_table_and_says_why_there_is_no_plot(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # installed without perfgate[report]
+    status, out, err = perfgate("history", "flash-fp16", "--out", str(tmp_path), *WHERE)
+    assert status == 0, err
+    assert [row.split()[0] for row in table_rows(out)][-1] == "0003_torch-2.12.json"
+    assert "no plots: matplotlib is not installed" in err and "Traceback" not in err
+    assert not list(tmp_path.glob("*.png"))
+
+
 # --- report ------------------------------------------------------------------------------------
 def test_report_answers_the_lab_questions_with_plots(tmp_path):
     status, out, err = perfgate("report", "0003", str(CPU_RUN), "--out", str(tmp_path), *WHERE)

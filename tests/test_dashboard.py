@@ -194,3 +194,29 @@ def test_runs_given_join_the_history_in_the_order_they_were_recorded(tmp_path):
         shutil.move(path, older[-1])
     (runs,) = runs_by_hardware(tmp_path / "baselines", older).values()
     assert [run.path.name[:4] for run in runs] == ["0001", "0002", "0003", "0004", "0005", "0006"]
+
+
+def test_a_benchmark_in_no_group_shows_an_empty_group_not_none(tmp_path):
+    folder = write_history(tmp_path / "baselines", runs=6, step_at=3)
+    for path in folder.glob("*.json"):  # pytest-benchmark's group of a test without one
+        run = json.loads(path.read_text())
+        for benchmark in run["benchmarks"]:
+            benchmark["group"] = None
+        path.write_text(json.dumps(run))
+    site = tmp_path / "site"
+    arguments = ["--out", str(site), "--baselines", str(tmp_path / "baselines")]
+    status, _, err = perfgate("dashboard", *arguments)
+    assert status == 0, err
+    index = (site / "index.html").read_text()
+    assert "None" not in index and "<td></td>" in index
+    page = (site / STEPPED_PAGE).read_text()
+    assert "None" not in page and "group" not in page.split("<h2>")[0].lower().split("</h1>")[1]
+
+
+def test_another_projects_benchmarks_folder_is_read_without_baselines(tmp_path, monkeypatch):
+    folder = write_history(tmp_path / ".benchmarks", runs=6, step_at=3)
+    monkeypatch.chdir(tmp_path)  # pytest-benchmark's storage, and no baselines/ folder
+    status, _, err = perfgate("dashboard", "--out", str(tmp_path / "site"))
+    assert status == 0, err
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert f"<h2>{folder.parent.name}</h2>" in index and "test_kernel[cpu-stepped]" in index

@@ -71,6 +71,13 @@ def test_unasked_saves_compare_and_compare_fail_are_pytest_benchmarks(project, m
     assert "perfgate:" not in output_of(result) and "perfgate gate" not in output_of(result)
 
 
+def test_unasked_compare_with_a_run_perfgate_saved_sees_the_same_machine(project):
+    assert run(project, "--perf-gate-threshold=0.5", "--benchmark-save=asked").ret == 0
+    result = run(project, "--benchmark-compare", "--benchmark-compare-fail=min:50%")
+    assert result.ret == 0, output_of(result)  # no "machine_info is different" (an error here)
+    assert "0001_asked" in output_of(result) and "INTERNALERROR" not in output_of(result)
+
+
 def test_unasked_min_rounds_does_not_warn_under_filterwarnings_error(project):
     result = run(project, "--benchmark-min-rounds=3")
     assert result.ret == 0, output_of(result)
@@ -123,6 +130,7 @@ def test_asked_gate_uses_the_projects_storage_and_paths(project, monkeypatch):
     assert result.ret == 1, output_of(result)
     assert "Confirmed regressions" in output_of(result)
     assert "profiling" not in output_of(result)  # nothing here is timed by perfgate.timing
+    assert "perfgate ab" not in output_of(result)  # no commit to compare with outside git
 
 
 def test_the_command_line_finds_this_machines_key_without_torch(monkeypatch):
@@ -142,3 +150,39 @@ def test_the_command_line_reads_the_projects_pytest_benchmark_storage(project, m
     out, err = io.StringIO(), io.StringIO()
     assert main(["compare"], out=out, err=err) == 0, err.getvalue()
     assert "0001_first" in out.getvalue() + err.getvalue() and "test_work" in out.getvalue()
+
+
+# --- asked: saved runs stay small, readable by pytest-benchmark, exact in their statistics -------
+MANY_ROUNDS = """
+from virtual_clock import work
+
+def test_many(benchmark):
+    benchmark.pedantic(work, rounds=200_000, iterations=1)
+"""
+
+
+def test_a_200000_round_run_is_saved_with_bounded_rounds_and_exact_stats(project, monkeypatch):
+    from perfgate.benchmark import KEPT_ROUNDS, ROUNDS_KEPT
+
+    monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.000001")
+    project.makepyfile(test_many=MANY_ROUNDS)
+    # the same virtual rounds, saved by pytest-benchmark alone with every round, then by perfgate
+    assert run(project, "test_many.py", "--benchmark-save=all", "--benchmark-save-data").ret == 0
+    result = run(project, "test_many.py", "--perf-gate-threshold=0.5", "--benchmark-save=kept")
+    assert result.ret == 0, output_of(result)
+    every, bounded = runs_in(project.path / ".benchmarks")
+    [everything], [saved] = (json.loads(p.read_text())["benchmarks"] for p in (every, bounded))
+    data = everything["stats"].pop("data")
+    assert len(data) == 200_000 == saved["stats"]["rounds"]
+    assert saved["stats"].pop("data") == [data[round(i * 199_999 / 1999)] for i in range(2000)]
+    assert saved["stats"].pop(ROUNDS_KEPT) == KEPT_ROUNDS == 2000
+    assert saved["stats"] == everything["stats"]  # min, max, mean, stddev, median, iqr, ...
+    assert bounded.stat().st_size < every.stat().st_size / 50
+
+    reader = "from pytest_benchmark.cli import main; main()"  # its `pytest-benchmark` command
+    compare = project.run(sys.executable, "-c", reader, "compare", "--group-by=name", str(bounded))
+    assert compare.ret == 0 and "test_many" in compare.stdout.str(), output_of(compare)
+    assert run(project, "test_many.py", "--perf-gate").ret == 0  # the same rounds: unchanged
+    monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.000002")
+    result = run(project, "test_many.py", "--perf-gate")
+    assert result.ret == 1 and "Confirmed regressions" in output_of(result), output_of(result)

@@ -194,8 +194,20 @@ def _history(args, hardware: Hardware, out, err) -> int:
             "pass a glob or part of a benchmark's name"
         )
     plots = None if args.no_plots else args.out
+    if plots is not None and not _has_matplotlib():
+        plots = None  # the tables are the history; the plots are an extra
+        print("perfgate history: no plots: matplotlib is not installed (pip install "
+              "'perfgate[report]'; --no-plots says you want none)", file=err)  # fmt: skip
     out.write(history_text(runs, args.pattern, plots, args.max_plots, args.markdown, err))
     return 0
+
+
+def _has_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def _report(args, hardware: Hardware, out, err, argv: Sequence[str]) -> int:

@@ -25,7 +25,7 @@ from pathlib import Path
 from perfgate import changepoints, run_schema
 from perfgate.cli.dashboard_page import benchmark_page, page, step_cell, table
 from perfgate.cli.history_runs import benchmark_names, runs_by_hardware
-from perfgate.cli.runs import default_baselines_root
+from perfgate.cli.runs import default_store_root
 from perfgate.report.common import file_stem, slug
 from perfgate.report.tables import MISSING, fmt_time
 from perfgate.store import StoreError as RunError
@@ -92,7 +92,7 @@ def _index_row(hardware: str, runs: Sequence, fullname: str, steps) -> list[str]
     link = f"<a href='{page_path(hardware, fullname)}'>{html.escape(newest.name)}</a>"
     return [
         link,
-        html.escape(str(newest.group)),
+        html.escape(newest.group_label),
         str(len(measured)),
         fmt_time(newest.median),
         change,
@@ -247,7 +247,11 @@ def add_dashboard_parser(commands, formatter) -> None:
     )
     parser.add_argument("runs", nargs="*", type=Path, metavar="RUN.json", help="extra run files")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="site folder")
-    parser.add_argument("--baselines", metavar="DIR", help="baseline root (default: ./baselines)")
+    parser.add_argument(
+        "--baselines",
+        metavar="DIR",
+        help="baseline root (default: ./baselines, else ./.benchmarks)",
+    )
     parser.add_argument(
         "--summary",
         type=Path,
@@ -271,7 +275,7 @@ def add_dashboard_parser(commands, formatter) -> None:
 
 def run_dashboard(args: argparse.Namespace, out, err) -> int:
     """Build the site; returns the exit status (see the module docstring)."""
-    root = Path(args.baselines) if args.baselines else default_baselines_root()
+    root = Path(args.baselines) if args.baselines else default_store_root()
     try:
         regressions = read_gate_regressions(args.gate) if args.gate else []
         index, revealed, grouped = build(root, args.runs, args.out, err)

@@ -108,7 +108,7 @@ def figure(runs: Sequence, fullname: str, steps: Sequence[Step]):
     )
     hover = [
         f"{run.path.name}<br>{run.datetime[:19]}<br>commit {short_commit(run)}<br>"
-        f"median {fmt_time(b.median)}, {len(b.samples)} rounds"
+        f"median {fmt_time(b.median)}, {b.rounds} rounds"
         for run, b in zip(runs, benchmarks, strict=True)
     ]
     fig.add_scatter(
@@ -167,7 +167,7 @@ def run_rows(runs: Sequence, fullname: str) -> list[list[str]]:
                 html.escape(short_commit(run)),
                 fmt_time(b.median),
                 fmt_time(q3 - q1),
-                str(len(b.samples)),
+                str(b.rounds),
                 change,
                 html.escape(marks.get(i, "")),
             ]
@@ -193,8 +193,8 @@ def benchmark_page(runs: Sequence, fullname: str, hardware: str, steps: Sequence
     body = [
         "<p><a href='../index.html'>&larr; all benchmarks</a></p>",
         f"<h1>{html.escape(first.name)}</h1>",
-        f"<p>{html.escape(fullname)}<br>hardware {html.escape(hardware)}, group "
-        f"{html.escape(str(first.group))}, {len(runs)} runs</p>",
+        f"<p>{html.escape(fullname)}<br>hardware {html.escape(hardware)}, "
+        f"{_group(first)}{len(runs)} runs</p>",
         plot,
         "<h2>Steps</h2>",
         "<ul>" + "".join(f"<li>{step_cell(s)}</li>" for s in steps) + "</ul>"
@@ -204,3 +204,8 @@ def benchmark_page(runs: Sequence, fullname: str, hardware: str, steps: Sequence
         table(headers, run_rows(runs, fullname)),
     ]
     return page(first.name, "\n".join(body), script_prefix="../")
+
+
+def _group(benchmark) -> str:
+    """'group NAME, ' for a benchmark in a pytest-benchmark group, else nothing."""
+    return f"group {html.escape(benchmark.group_label)}, " if benchmark.group_label else ""

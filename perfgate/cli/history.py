@@ -51,7 +51,7 @@ def history(runs: Sequence[Run], fullname: str) -> list[HistoryRow]:
             rows.append(HistoryRow(run, None, None, None, None, changes))
             continue
         q1, q3 = benchmark.quartiles or (None, None)
-        rounds = len(benchmark.samples) or None
+        rounds = benchmark.rounds or None
         rows.append(HistoryRow(run, benchmark.median, q1, q3, rounds, changes))
     return rows
 

@@ -89,6 +89,15 @@ def default_baselines_root() -> Path:
     return here / "baselines"
 
 
+def default_store_root() -> Path:
+    """The nearest ``baselines/``; without one, pytest-benchmark's ``.benchmarks/`` where it
+    exists (another project's store: its machine-id folders stand for hardware folders)."""
+    root = default_baselines_root()
+    if not root.is_dir() and PYTEST_BENCHMARK_STORAGE.is_dir():
+        return PYTEST_BENCHMARK_STORAGE.resolve()
+    return root
+
+
 def this_hardware_key() -> str:
     """This machine's hardware key: its GPU where torch sees one, else its CPU (imports torch
     where installed, so only called when a key is needed)."""
