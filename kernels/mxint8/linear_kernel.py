@@ -28,7 +28,7 @@ _USUAL_SCALE_MAX = tl.constexpr(USUAL_SCALE_MAX)
 
 
 @triton.jit
-def _tile_coordinates(
+def tile_coordinates(
     pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr
 ):
     """(pid_m, pid_n) of tile ``pid``: runs of GROUP_M row tiles share each weight tile in L2."""
@@ -115,7 +115,7 @@ def _accumulate(
 
 
 @triton.jit
-def _store_output(out_ptr, bias_ptr, acc, offs_m, offs_n, M, N, stride_om, HAS_BIAS: tl.constexpr):
+def store_output(out_ptr, bias_ptr, acc, offs_m, offs_n, M, N, stride_om, HAS_BIAS: tl.constexpr):
     """out[offs_m, offs_n] = (acc^T + bias) in out's dtype; ``acc`` is [BLOCK_N, BLOCK_M]."""
     n_mask = offs_n < N
     if HAS_BIAS:
@@ -126,7 +126,7 @@ def _store_output(out_ptr, bias_ptr, acc, offs_m, offs_n, M, N, stride_om, HAS_B
 
 
 @triton.jit
-def _finish_split(
+def finish_split(
     out_ptr,
     bias_ptr,
     workspace_ptr,
@@ -159,7 +159,7 @@ def _finish_split(
         for split in tl.static_range(SPLIT_K):
             slot = workspace_ptr + (split * num_tiles + tile).to(tl.int64) * tile_size
             total += tl.load(slot + local, cache_modifier=".cg")  # from L2: L1 may be stale
-        _store_output(out_ptr, bias_ptr, total, offs_m, offs_n, M, N, stride_om, HAS_BIAS)
+        store_output(out_ptr, bias_ptr, total, offs_m, offs_n, M, N, stride_om, HAS_BIAS)
         tl.atomic_xchg(counters_ptr + tile, 0, sem="relaxed", scope="gpu")  # for the next launch
 
 
@@ -199,7 +199,7 @@ def mxint8_linear_kernel(
     """
     tile = tl.program_id(0)
     pid_k = tl.program_id(1)
-    pid_m, pid_n = _tile_coordinates(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    pid_m, pid_n = tile_coordinates(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     # (the interpreter turns a plain assignment of the int into a tensor: pass it directly)
@@ -220,9 +220,9 @@ def mxint8_linear_kernel(
             *operands, stride_xm, GROUP_SIZE, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, True, INTERPRETED
         )
     if SPLIT_K == 1:
-        _store_output(out_ptr, bias_ptr, acc, offs_m, offs_n, M, N, stride_om, HAS_BIAS)
+        store_output(out_ptr, bias_ptr, acc, offs_m, offs_n, M, N, stride_om, HAS_BIAS)
     else:
-        _finish_split(
+        finish_split(
             out_ptr,
             bias_ptr,
             workspace_ptr,
