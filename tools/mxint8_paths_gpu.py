@@ -1,12 +1,12 @@
 """Time every path and config of the fused MXINT8 linear on the suite's shapes, beside bf16
 ``F.linear``, dequantize + ``F.linear`` and the configs the committed table held before the GEMV
-and GEMM kernels; check each config's error and the new kernels' weights bit for bit on every
-(v, e) pair; profile the fastest kernels with Nsight Compute where ``ncu`` is installed.
+kernels; check each config's error and the GEMV kernels' weights bit for bit on every (v, e)
+pair; profile the fastest batch-1 kernels with Nsight Compute where ``ncu`` is installed.
 
 Every time is CUDA-graph device time (perfgate.timing.graph_seconds_per_call) over weight copies
 rotated through more than 4x L2, as the suite's test_linear and tools/mxint8_tune.py measure.
 Results go to ``--out`` (JSON, rewritten after each problem, so a run cut short keeps what it
-measured); ``tools/mxint8_tune.py --from-log`` turns them into the committed table.
+measured). The committed table itself is chosen by tools/mxint8_tune.py.
 
 Run on a CUDA machine from the repository root:
 ``PYTHONPATH=$PWD python tools/mxint8_paths_gpu.py --out paths.json --ncu-dir ncu``
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -88,34 +89,32 @@ def resources(config: LinearConfig, m: int, n: int, k: int) -> dict:
     return {"registers": kernel.n_regs, "spills": kernel.n_spills, "shared": kernel.metadata.shared}
 
 
-def problem(n: int, k: int, m: int, weights: list, bf16_weights: list, deadline: float) -> list:
+def problem(n: int, k: int, m: int, weights: list, bf16_weights: list, passes: int) -> list:
+    """Every path of one problem, timed in ``passes`` interleaved passes (median kept)."""
     x = torch.randn(m, k, device="cuda").to(torch.bfloat16)
     bias = torch.randn(n, device="cuda").to(torch.bfloat16)
-    rows = [
-        {"path": "bf16 F.linear"}
-        | {"us": graph_us([lambda w=w: F.linear(x, w, bias) for w in bf16_weights])}
-    ]
-    rows.append({"path": "dequantize + F.linear", "us": graph_us(
-        [lambda c=c: F.linear(x, dequantize(*c, GROUP), bias) for c in weights])})  # fmt: skip
     expected = mxint8_linear_reference(x, *weights[0], bias, GROUP)
+    rows = [{"path": "bf16 F.linear"}, {"path": "dequantize + F.linear"}]
+    calls = [[lambda w=w: F.linear(x, w, bias) for w in bf16_weights]]
+    calls.append([lambda c=c: F.linear(x, dequantize(*c, GROUP), bias) for c in weights])
     configs = [("before", BEFORE[(n, k)])] if m <= 16 else []
-    configs += [("candidate", c) for c in path_candidates(m, n, k)]
+    configs += [("candidate", c) for c in path_candidates(m, n, k)] if m <= 16 else []
     for role, config in configs:
-        if time.perf_counter() > deadline:
-            log("deadline: skipping the rest of", n, k, m)
-            break
         y = mxint8_linear(x, *weights[0], bias, GROUP, config=config)
-        calls = [
-            lambda c=c, cfg=config: mxint8_linear(x, *c, bias, GROUP, config=cfg) for c in weights
-        ]
-        row = {"path": config.kernel, "role": role, "config": config.__dict__}
-        row |= {"relative_error": relative_error(y, expected), "us": graph_us(calls)}
-        rows.append(row)
-    for row in rows:
-        row |= {"n": n, "k": k, "m": m}
+        rows.append({"path": config.kernel, "role": role, "config": config.__dict__})
+        rows[-1]["relative_error"] = relative_error(y, expected)
+        calls.append(
+            [lambda c=c, f=config: mxint8_linear(x, *c, bias, GROUP, config=f) for c in weights]
+        )
+    samples = [[] for _ in rows]
+    for _ in range(passes):
+        for sample, problem_calls in zip(samples, calls, strict=True):
+            sample.append(graph_us(problem_calls))
+    for row, sample in zip(rows, samples, strict=True):
+        row |= {"n": n, "k": k, "m": m, "us": statistics.median(sample), "samples_us": sample}
     best = min((r for r in rows if "config" in r), key=lambda r: r["us"], default=None)
-    log(f"{n}x{k} M={m}: bf16 {rows[0]['us']:.1f} deq+lin {rows[1]['us']:.1f} best "
-        f"{best and best['us']:.1f} {best and best['config']}")  # fmt: skip
+    fastest = f"{best['us']:.1f} {best['config']}" if best else "-"
+    log(f"{n}x{k} M={m}: bf16 {rows[0]['us']:.1f} deq+lin {rows[1]['us']:.1f} best {fastest}")
     return rows
 
 
@@ -153,7 +152,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="mxint8_paths.json")
     parser.add_argument("--ncu-dir", help="write Nsight Compute reports here (needs ncu)")
-    parser.add_argument("--budget", type=float, default=400, help="seconds for the timings")
+    parser.add_argument("--passes", type=int, default=3, help="interleaved timing passes")
     parser.add_argument("--ncu-case", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.ncu_case:
@@ -164,12 +163,12 @@ def main() -> None:
     result |= {"triton": triton.__version__, "rows": [], "bit_exactness": {}, "resources": []}
     log(result)
     for config in [
-        LinearConfig(1, 16, 256, 1, 4, 1, kernel="gemv"),
-        LinearConfig(64, 128, 64, 1, 4, 4, kernel="gemm"),
+        LinearConfig(1, 16, 256, 2, 4, 3, kernel="gemv"),
+        LinearConfig(1, 32, 256, 1, 4, 1, kernel="gemv"),
+        LinearConfig(1, 16, 256, 1, 4, 3, kernel="gemv_stream", programs_per_sm=3),
     ]:
         result["bit_exactness"][str(config)] = all_pairs_mismatches(config)
     log("bit exactness", result["bit_exactness"])
-    deadline = START + args.budget
     for n, k in SHAPES:
         weights = [
             quantize(torch.randn(n, k, device="cuda") * 0.02, GROUP)
@@ -177,7 +176,7 @@ def main() -> None:
         ]
         bf16_weights = [dequantize(*c, GROUP) for c in weights[: copies_for(2 * n * k)]]
         for m in BATCHES:
-            result["rows"] += problem(n, k, m, weights, bf16_weights, deadline)
+            result["rows"] += problem(n, k, m, weights, bf16_weights, args.passes)
             Path(args.out).write_text(json.dumps(result, indent=1))
         del weights, bf16_weights
         torch.cuda.empty_cache()

@@ -78,18 +78,17 @@ def _word_products(words, e, x_words, SIX_STEPS: tl.constexpr):
 
 @triton.jit
 def _gemv_block(
-    i, k_blocks, k_start, state, scales_ptr, rows, groups_per_row, GROUP_SIZE: tl.constexpr,
-    BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, SIX_STEPS: tl.constexpr,
+    i, k_start, state, w_ptrs, x_ptrs, scales_ptr, rows, groups_per_row,
+    GROUP_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    SIX_STEPS: tl.constexpr,
 ):  # fmt: skip
-    """One K block of ``accumulate_gemv``: ``state`` in, ``state`` out."""
+    """K block ``i`` of ``accumulate_gemv``: (acc, lowest, highest) in, updated out."""
     WORDS: tl.constexpr = BLOCK_K // 4
-    e, words, acc, lowest, highest, w_ptrs, x_ptrs = state
-    # fetch the next block of this share while this one is used (scales: this one again)
-    more = i + 1 < k_blocks
-    k_next = k_start + tl.where(more, i + 1, i) * BLOCK_K
-    e_next = load_scales(scales_ptr, rows, k_next, groups_per_row, BLOCK_K, GROUP_SIZE, True)
-    words_next = tl.load(w_ptrs + WORDS, mask=more, other=0, eviction_policy="evict_first")
-    x_words = tl.load(x_ptrs)[None, :]
+    acc, lowest, highest = state
+    words = tl.load(w_ptrs + i * WORDS, eviction_policy="evict_first")  # read once
+    k0 = k_start + i * BLOCK_K
+    e = load_scales(scales_ptr, rows, k0, groups_per_row, BLOCK_K, GROUP_SIZE, True)
+    x_words = tl.load(x_ptrs + i * WORDS)[None, :]
     lowest = tl.minimum(lowest, e)
     highest = tl.maximum(highest, e)
     if SIX_STEPS:
@@ -99,7 +98,34 @@ def _gemv_block(
         step = ((e - 6) << 23).to(tl.float32, bitcast=True)  # 2^(e - 133), e in 7..252
         step = expand_groups(step, BLOCK_N, WORDS, GROUP_SIZE // 4)
         acc += _word_products(words, e, x_words, False) * step
-    return e_next, words_next, acc, lowest, highest, w_ptrs + WORDS, x_ptrs + WORDS
+    return acc, lowest, highest
+
+
+@triton.jit
+def _gemv_block_prefetched(
+    i, k_start, K, state, ahead, w_ptrs, x_ptrs, scales_ptr, rows, groups_per_row,
+    GROUP_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    SIX_STEPS: tl.constexpr,
+):  # fmt: skip
+    """``_gemv_block`` on the block's (words, scales) ``ahead``, already loaded, loading the
+    next block's (the last block of K again at its end, which L2 still holds)."""
+    WORDS: tl.constexpr = BLOCK_K // 4
+    acc, lowest, highest = state
+    words, e = ahead
+    k_next = tl.minimum(k_start + (i + 1) * BLOCK_K, K - BLOCK_K)
+    words_next = tl.load(w_ptrs + (k_next - k_start) // 4, eviction_policy="evict_first")
+    e_next = load_scales(scales_ptr, rows, k_next, groups_per_row, BLOCK_K, GROUP_SIZE, True)
+    x_words = tl.load(x_ptrs + i * WORDS)[None, :]
+    lowest = tl.minimum(lowest, e)
+    highest = tl.maximum(highest, e)
+    if SIX_STEPS:
+        full = expand_groups(e, BLOCK_N, WORDS, GROUP_SIZE // 4)
+        acc += _word_products(words, full, x_words, True)
+    else:
+        step = ((e - 6) << 23).to(tl.float32, bitcast=True)  # 2^(e - 133), e in 7..252
+        step = expand_groups(step, BLOCK_N, WORDS, GROUP_SIZE // 4)
+        acc += _word_products(words, e, x_words, False) * step
+    return (acc, lowest, highest), (words_next, e_next)
 
 
 @triton.jit
@@ -118,13 +144,18 @@ def accumulate_gemv(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     SIX_STEPS: tl.constexpr,
-    WHILE_LOOP: tl.constexpr = False,
+    NUM_STAGES: tl.constexpr,
+    INTERPRETED: tl.constexpr,
 ):
     """(float32 [BLOCK_N] = W[offs_n, ks] @ x[row_x, ks], usual) over ``k_blocks`` blocks of K
     from ``k_start``, every block inside K. Unless SIX_STEPS, wrong where ``usual`` (every
-    scale met in 7..252) is False. WHILE_LOOP: a while loop instead of a for loop, for
-    Triton's interpreter where ``k_blocks`` depends on the program id (compiled, the for loop
-    measured ~20 % fewer instructions a block)."""
+    scale met in 7..252) is False.
+
+    Compiled, Triton pipelines the loads NUM_STAGES - 1 blocks ahead through shared memory
+    (cp.async), or with NUM_STAGES 1 the loop fetches the next block into registers itself
+    (docs/gate-validation/mxint8-fused-session7 compares them). Interpreted, a while loop:
+    ``k_blocks`` may depend on the program id, which Triton's interpreter cannot range over.
+    """
     WORDS: tl.constexpr = BLOCK_K // 4
     rows = tl.minimum(offs_n, N - 1).to(tl.int64)  # clamped, not masked: never stored
     offs_w = tl.arange(0, WORDS)
@@ -134,26 +165,28 @@ def accumulate_gemv(
     x_ptrs = x_words_ptr + row_x.to(tl.int64) * (stride_xm // 4) + k_start // 4 + offs_w
     groups_per_row = K // GROUP_SIZE
     groups: tl.constexpr = (BLOCK_K + GROUP_SIZE - 1) // GROUP_SIZE
-    e = load_scales(scales_ptr, rows, k_start, groups_per_row, BLOCK_K, GROUP_SIZE, True)
-    words = tl.load(w_ptrs, eviction_policy="evict_first")
     acc = tl.zeros((BLOCK_N, WORDS), dtype=tl.float32)
     lowest = tl.full((BLOCK_N, groups), 255, tl.int32)
     highest = tl.zeros((BLOCK_N, groups), tl.int32)
-    state = (e, words, acc, lowest, highest, w_ptrs, x_ptrs)
-    where = (scales_ptr, rows, groups_per_row)
-    if WHILE_LOOP:
+    state = (acc, lowest, highest)
+    where = (w_ptrs, x_ptrs, scales_ptr, rows, groups_per_row)
+    if INTERPRETED:
         i = 0
         while i < k_blocks:
-            state = _gemv_block(
-                i, k_blocks, k_start, state, *where, GROUP_SIZE, BLOCK_N, BLOCK_K, SIX_STEPS
-            )
+            state = _gemv_block(i, k_start, state, *where, GROUP_SIZE, BLOCK_N, BLOCK_K, SIX_STEPS)
             i += 1
-    else:
+    elif NUM_STAGES == 1:  # the next block fetched into registers by hand instead
+        words = tl.load(w_ptrs, eviction_policy="evict_first")
+        e = load_scales(scales_ptr, rows, k_start, groups_per_row, BLOCK_K, GROUP_SIZE, True)
+        ahead = (words, e)
         for i in range(k_blocks):
-            state = _gemv_block(
-                i, k_blocks, k_start, state, *where, GROUP_SIZE, BLOCK_N, BLOCK_K, SIX_STEPS
+            state, ahead = _gemv_block_prefetched(
+                i, k_start, K, state, ahead, *where, GROUP_SIZE, BLOCK_N, BLOCK_K, SIX_STEPS
             )
-    acc, lowest, highest = state[2], state[3], state[4]
+    else:
+        for i in tl.range(0, k_blocks, num_stages=NUM_STAGES):
+            state = _gemv_block(i, k_start, state, *where, GROUP_SIZE, BLOCK_N, BLOCK_K, SIX_STEPS)
+    acc, lowest, highest = state
     usual = (tl.min(lowest) >= _USUAL_SCALE_MIN) & (tl.max(highest) <= _USUAL_SCALE_MAX)
     return tl.sum(acc, axis=1), usual
 
@@ -184,6 +217,7 @@ def mxint8_gemv_kernel(
     EVEN_K: tl.constexpr,
     INTERPRETED: tl.constexpr,
     K_BLOCKS_INTERPRETED: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     """One row of x times BLOCK_N weight rows, over a 1/SPLIT_K share of K. Grid: (M * tiles
     of N, SPLIT_K).
@@ -200,14 +234,16 @@ def mxint8_gemv_kernel(
     k_start = pid_k * (K_BLOCKS_INTERPRETED if INTERPRETED else k_blocks) * BLOCK_K
     operands = (x_ptr, mantissa_ptr, scales_ptr, row_x, offs_n, k_start)
     operands += (K_BLOCKS_INTERPRETED if INTERPRETED else k_blocks, N, K, stride_xm)
-    acc, usual = accumulate_gemv(*operands, GROUP_SIZE, BLOCK_N, BLOCK_K, False, INTERPRETED)
+    acc, usual = accumulate_gemv(
+        *operands, GROUP_SIZE, BLOCK_N, BLOCK_K, False, NUM_STAGES, INTERPRETED
+    )
     if not usual:  # a scale outside 7..252 in this program's share: redo it with the six steps,
         # in blocks of 64 so that this rare path does not raise the registers of the usual one
         SIX_K: tl.constexpr = min(BLOCK_K, 64)
         six = (x_ptr, mantissa_ptr, scales_ptr, row_x, offs_n, k_start)
         six += ((K_BLOCKS_INTERPRETED if INTERPRETED else k_blocks) * (BLOCK_K // SIX_K),)
         acc, usual = accumulate_gemv(
-            *six, N, K, stride_xm, GROUP_SIZE, BLOCK_N, SIX_K, True, INTERPRETED
+            *six, N, K, stride_xm, GROUP_SIZE, BLOCK_N, SIX_K, True, NUM_STAGES, INTERPRETED
         )
     acc = acc[:, None]  # [BLOCK_N, 1]: the tile kernel's output tile with BLOCK_M = 1
     offs_m = row_x + tl.arange(0, 1)

@@ -42,18 +42,23 @@ def _row_block(
     GROUP_SIZE: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
     INTERPRETED: tl.constexpr,
 ):
     """float32 [BLOCK_N]: ``kb_count`` K blocks from block ``kb_start`` of one row block."""
     operands = (x_ptr, mantissa_ptr, scales_ptr, row_x, offs_n, kb_start * BLOCK_K, kb_count)
     operands += (N, K, stride_xm)
-    acc, usual = accumulate_gemv(*operands, GROUP_SIZE, BLOCK_N, BLOCK_K, False, INTERPRETED)
+    acc, usual = accumulate_gemv(
+        *operands, GROUP_SIZE, BLOCK_N, BLOCK_K, False, NUM_STAGES, INTERPRETED
+    )
     if not usual:  # a scale outside 7..252: redo it with the six steps, in blocks of 64
         SIX_K: tl.constexpr = min(BLOCK_K, 64)
         six = (x_ptr, mantissa_ptr, scales_ptr, row_x, offs_n, kb_start * BLOCK_K)
         six += (kb_count * (BLOCK_K // SIX_K),)
         six += (N, K, stride_xm)
-        acc, usual = accumulate_gemv(*six, GROUP_SIZE, BLOCK_N, SIX_K, True, INTERPRETED)
+        acc, usual = accumulate_gemv(
+            *six, GROUP_SIZE, BLOCK_N, SIX_K, True, NUM_STAGES, INTERPRETED
+        )
     return acc
 
 
@@ -83,6 +88,7 @@ def mxint8_gemv_stream_kernel(
     EVEN_K: tl.constexpr,
     INTERPRETED: tl.constexpr,
     K_BLOCKS_INTERPRETED: tl.constexpr,
+    NUM_STAGES: tl.constexpr,
 ):
     """The tile kernel's arguments (linear_kernel.py) with ``k_blocks`` = K // BLOCK_K (K a
     multiple of BLOCK_K), bf16 x in whole int64 words, BLOCK_M 1 and SPLIT_K 1; ``workspace``
@@ -105,7 +111,7 @@ def mxint8_gemv_stream_kernel(
         offs_n = (segment % row_blocks) * BLOCK_N + local
         acc = _row_block(
             x_ptr, mantissa_ptr, scales_ptr, row_x, offs_n, kb_start, kb_count,
-            N, K, stride_xm, GROUP_SIZE, BLOCK_N, BLOCK_K, INTERPRETED,
+            N, K, stride_xm, GROUP_SIZE, BLOCK_N, BLOCK_K, NUM_STAGES, INTERPRETED,
         )  # fmt: skip
         offs_m = row_x + tl.arange(0, 1)  # acc[:, None] is the tile kernel's output tile
         first = _first_program(segment * blocks, total, programs)

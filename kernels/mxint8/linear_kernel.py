@@ -28,7 +28,7 @@ _USUAL_SCALE_MAX = tl.constexpr(USUAL_SCALE_MAX)
 
 
 @triton.jit
-def tile_coordinates(
+def _tile_coordinates(
     pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr
 ):
     """(pid_m, pid_n) of tile ``pid``: runs of GROUP_M row tiles share each weight tile in L2."""
@@ -199,7 +199,7 @@ def mxint8_linear_kernel(
     """
     tile = tl.program_id(0)
     pid_k = tl.program_id(1)
-    pid_m, pid_n = tile_coordinates(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    pid_m, pid_n = _tile_coordinates(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     # (the interpreter turns a plain assignment of the int into a tensor: pass it directly)

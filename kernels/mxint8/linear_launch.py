@@ -16,7 +16,6 @@ import triton
 
 from kernels.mxint8.dequantize_kernel import dequantize
 from kernels.mxint8.format import interpreting
-from kernels.mxint8.linear_gemm import mxint8_gemm_kernel
 from kernels.mxint8.linear_gemv import mxint8_gemv_kernel
 from kernels.mxint8.linear_gemv_stream import mxint8_gemv_stream_kernel
 from kernels.mxint8.linear_kernel import mxint8_linear_kernel
@@ -25,17 +24,15 @@ KERNELS = {
     "tile": mxint8_linear_kernel,
     "gemv": mxint8_gemv_kernel,
     "gemv_stream": mxint8_gemv_stream_kernel,
-    "gemm": mxint8_gemm_kernel,
 }
 
 
 @dataclass(frozen=True)
 class LinearConfig:
     """Block sizes, K split, warps and pipeline depth of one launch of the fused kernel, and
-    which kernel: "tile" (tensor cores, weight on the left; linear_kernel.py), "gemv" (CUDA
-    cores, a few rows; linear_gemv.py), "gemv_stream" (the GEMV on ``programs_per_sm``
-    persistent programs per SM; linear_gemv_stream.py) or "gemm" (tensor cores, weight on the
-    right, no K split; linear_gemm.py)."""
+    which kernel: "tile" (tensor cores; linear_kernel.py), "gemv" (CUDA cores, one row of x
+    per program; linear_gemv.py) or "gemv_stream" (the GEMV on ``programs_per_sm``
+    persistent programs per SM; linear_gemv_stream.py)."""
 
     block_m: int
     block_n: int
@@ -52,9 +49,9 @@ class LinearConfig:
             raise ValueError(f"kernel={self.kernel!r}: use one of {', '.join(KERNELS)}")
         if self.kernel.startswith("gemv") and self.block_m != 1:
             raise ValueError(f"a gemv config takes one row of x: block_m=1, not {self.block_m}")
-        if self.kernel in ("gemm", "gemv_stream") and self.split_k != 1:
+        if self.kernel == "gemv_stream" and self.split_k != 1:
             raise ValueError(
-                f"a {self.kernel} config does not split K: split_k=1, not {self.split_k}"
+                f"a gemv_stream config does not split K: split_k=1, not {self.split_k}"
             )
         if (self.kernel == "gemv_stream") != (self.programs_per_sm > 0):
             raise ValueError("programs_per_sm > 0 exactly for a gemv_stream config")
@@ -181,6 +178,8 @@ def launch(x2d, mantissa, scales, bias, out, group_size: int, config: LinearConf
         workspace_elements = 2 * grid[0] * config.block_n
         counters = split_k_counters(out.device, m * triton.cdiv(n, config.block_n))
     workspace = torch.empty(max(workspace_elements, 1), dtype=torch.float32, device=out.device)
+    if config.kernel.startswith("gemv"):  # its loop is pipelined by tl.range, not by the launch
+        meta = dict(meta, NUM_STAGES=config.num_stages)
     args = kernel_operands(x2d, mantissa, scales, bias, out, workspace, counters)
     return KERNELS[config.kernel][grid](*args, **problem_meta(m, bias, group_size), **meta)
 

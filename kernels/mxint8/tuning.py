@@ -48,18 +48,13 @@ _TILES_LARGE = [
     (256, 128, 64, 8, 2),  # 3 stages: NaN outputs at group 128 (Triton 3.6, H100)
     (128, 128, 128, 8, 3),
 ]
-# GEMV (batch 1, CUDA cores; linear_gemv.py): (block_n, block_k, num_warps), each with K splits
-# of 1-8; ~96 registers, so 2-5 programs share an SM.
-_GEMV_SHAPES = [(16, 512, 4), (32, 256, 4), (16, 1024, 8), (32, 512, 8)]
-_GEMV_SPLITS = (1, 2, 4, 8)
-# GEMM (large batches, weight on the right of the dot; linear_gemm.py), no K split.
-_GEMM_TILES = [
-    (128, 128, 64, 8, 3),
-    (128, 256, 64, 8, 3),
-    (256, 128, 64, 8, 3),
-    (128, 128, 128, 8, 3),
-    (64, 128, 64, 4, 4),
-]
+# GEMV (batch 1; linear_gemv.py): (block_n, block_k, num_warps) x K splits x pipelining by
+# Triton (3 stages) or by hand (1). The stream form runs N programs per SM (128 registers).
+_GEMV_SHAPES = [(16, 512, 4), (32, 256, 4), (16, 1024, 8), (32, 512, 8), (64, 256, 8)]
+_GEMV_SPLITS = (1, 2, 4)
+_GEMV_STAGES = (1, 3)  # 1: the next block fetched into registers by hand
+_STREAM_SHAPES = [(16, 512, 4), (32, 256, 4), (32, 512, 8)]
+_STREAM_PROGRAMS_PER_SM = {4: (2, 3, 4), 8: (1, 2)}
 _PROGRAMS_PER_SM = 2  # enough tiles in flight to keep HBM busy while the weight streams
 # From this batch size the launcher dequantizes the weight once and calls cuBLAS: once the batch
 # is large, the dequantization the fused kernel repeats for every row tile costs more than one
@@ -117,17 +112,18 @@ def candidate_configs(m: int, n: int, k: int) -> list[LinearConfig]:
 
 def path_candidates(m: int, n: int, k: int) -> list[LinearConfig]:
     """Every config the table may hold for an (m, n, k) problem: the tile kernel's candidates
-    (``candidate_configs``, what MXINT8_AUTOTUNE=1 times), and for batch 1 the GEMV kernel's,
-    from 256 rows the GEMM kernel's."""
+    (``candidate_configs``, what MXINT8_AUTOTUNE=1 times) and, for batch 1, the GEMV kernel's
+    in both forms."""
     configs = candidate_configs(m, n, k)
     if m_bucket(m) == 1:
         for bn, bk, warps in _GEMV_SHAPES:
             for split in _GEMV_SPLITS:
-                if k % (bk * split) == 0:
-                    configs.append(LinearConfig(1, bn, bk, split, warps, 1, kernel="gemv"))
-    if m_bucket(m) >= 256:
-        for bm, bn, bk, warps, stages in _GEMM_TILES:
-            configs.append(LinearConfig(bm, bn, bk, 1, warps, stages, kernel="gemm"))
+                for stages in _GEMV_STAGES if k % (bk * split) == 0 else ():
+                    configs.append(LinearConfig(1, bn, bk, split, warps, stages, kernel="gemv"))
+        for bn, bk, warps in _STREAM_SHAPES:
+            for per_sm in _STREAM_PROGRAMS_PER_SM[warps] if k % bk == 0 else ():
+                stream = dict(kernel="gemv_stream", programs_per_sm=per_sm)
+                configs.append(LinearConfig(1, bn, bk, 1, warps, 3, **stream))
     return configs
 
 
@@ -290,7 +286,8 @@ def chosen_path(m: int, n: int, k: int, group_size: int, has_bias: bool, device)
     (DEQUANTIZE_ONCE_MIN_BATCH); 'fused' elsewhere."""
     if torch.device(device).type != "cuda" or m < DEQUANTIZE_ONCE_MIN_BATCH:
         return "fused"
-    in_table = table_key(m, n, k, group_size) in config_table().get(device_name(device), {})
+    gpu = device_name(device) if torch.cuda.is_available() else None
+    in_table = table_key(m, n, k, group_size) in config_table().get(gpu, {})
     return "fused" if in_table else "dequantize_once"
 
 
