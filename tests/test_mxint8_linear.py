@@ -244,7 +244,7 @@ def test_every_committed_table_entry_is_a_candidate_of_its_problem():
     for gpu, entries in table.items():
         for key, config in entries.items():
             bucket, n, k = (int(part) for part in key.split("/")[0].split("x"))
-            assert config in fl.candidate_configs(bucket, n, k), (gpu, key, config)
+            assert config in tuning.path_candidates(bucket, n, k), (gpu, key, config)
 
 
 @pytest.mark.parametrize("m", [1, 16, 17, 64, 100, 256, 300, 512, 4096])

@@ -36,8 +36,7 @@ from kernels.mxint8 import (
     relative_error,
     tuned_config,
 )
-from kernels.mxint8.linear_kernel import mxint8_linear_kernel
-from kernels.mxint8.linear_launch import kernel_operands, launch_plan, problem_meta
+from kernels.mxint8.linear_launch import launch, launch_plan
 from kernels.mxint8.tuning import chosen_path
 from perfgate.timing import copy_bandwidth_gbps, graph_seconds_per_call, l2_cache_bytes
 
@@ -171,11 +170,8 @@ def resources(n: int, k: int, m: int) -> dict:
     x = torch.randn(m, k, device="cuda").to(torch.bfloat16)
     bias = torch.randn(n, device="cuda").to(torch.bfloat16)
     out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-    grid, meta = launch_plan(config, m, n, k, False)
-    workspace = torch.empty(max(config.workspace_elements(m, n), 1), device="cuda")
-    counters = torch.zeros(max(grid[0], 4096), dtype=torch.int32, device="cuda")
-    operands = kernel_operands(x, mantissa, scales, bias, out, workspace, counters)
-    kernel = mxint8_linear_kernel[grid](*operands, **problem_meta(m, bias, GROUP), **meta)
+    grid, _ = launch_plan(config, m, n, k, False)
+    kernel = launch(x, mantissa, scales, bias, out, GROUP, config)  # whichever kernel it names
     props = torch.cuda.get_device_properties(0)
     regs, shared, warps = kernel.n_regs, kernel.metadata.shared, config.num_warps
     by_regs = 65536 // max(regs * 32 * warps, 1)
@@ -195,8 +191,7 @@ def resources(n: int, k: int, m: int) -> dict:
 def ncu_readout(n: int, k: int, m: int) -> str:
     """Nsight Compute on one launch of the tuned kernel (a child process of this script)."""
     config = tuned_config(m, n, k, GROUP, True)
-    fields = (config.block_m, config.block_n, config.block_k, config.split_k)
-    case = ",".join(map(str, (n, k, m, *fields, config.num_warps, config.num_stages)))
+    case = json.dumps([n, k, m, config.__dict__])
     metrics = ",".join([
         "gpu__time_duration.sum",
         "dram__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -205,7 +200,7 @@ def ncu_readout(n: int, k: int, m: int) -> str:
         "smsp__issue_active.avg.pct_of_peak_sustained_active",
         "smsp__inst_executed.sum",
     ])  # fmt: skip
-    command = ["ncu", "--metrics", metrics, "--kernel-name", "regex:mxint8_linear_kernel",
+    command = ["ncu", "--metrics", metrics, "--kernel-name", "regex:mxint8_",
                "--launch-skip", "3", "--launch-count", "1", sys.executable, __file__,
                "--ncu-case", case]  # fmt: skip
     try:
@@ -220,12 +215,12 @@ def ncu_readout(n: int, k: int, m: int) -> str:
 
 
 def ncu_case(spec: str) -> None:
-    n, k, m, *fields = (int(v) for v in spec.split(","))
+    n, k, m, fields = json.loads(spec)
     mantissa, scales = quantize(torch.randn(n, k, device="cuda") * 0.02, GROUP)
     x = torch.randn(m, k, device="cuda").to(torch.bfloat16)
     bias = torch.randn(n, device="cuda").to(torch.bfloat16)
     for _ in range(5):  # ncu skips 3 launches
-        mxint8_linear(x, mantissa, scales, bias, GROUP, config=LinearConfig(*fields))
+        mxint8_linear(x, mantissa, scales, bias, GROUP, config=LinearConfig(**fields))
     torch.cuda.synchronize()
 
 

@@ -22,13 +22,13 @@ import time
 
 import torch
 
-from kernels.mxint8 import candidate_configs, mxint8_linear, quantize
+from kernels.mxint8 import mxint8_linear, quantize
 from kernels.mxint8.linear_launch import m_bucket
-from kernels.mxint8.tuning import TABLE_PATH, table_key
+from kernels.mxint8.tuning import TABLE_PATH, path_candidates, table_key
 from perfgate.timing import graph_seconds_per_call, l2_cache_bytes, rotation_count
 
 SHAPES = [(4096, 4096), (14336, 4096)]  # (N, K) of the suite's Linear cases
-BATCHES = [1, 16]  # the suite's fused batches (512 runs dequantize-once)
+BATCHES = [1, 16]  # the suite's fused batches (512 runs dequantize-once); buckets 1 and 16
 GROUP = 32
 
 
@@ -44,7 +44,7 @@ def problem_calls(m: int, n: int, k: int, config) -> list:
 
 def time_candidates(m: int, n: int, k: int, passes: int) -> dict:
     """Median device seconds per call of each candidate config of (m, n, k)."""
-    configs = candidate_configs(m, n, k)
+    configs = path_candidates(m, n, k)
     calls = {config: problem_calls(m, n, k, config) for config in configs}
     times: dict = {config: [] for config in configs}
     device = torch.device("cuda")

@@ -115,7 +115,7 @@ def _accumulate(
 
 
 @triton.jit
-def _store_output(out_ptr, bias_ptr, acc, offs_m, offs_n, M, N, stride_om, HAS_BIAS: tl.constexpr):
+def store_output(out_ptr, bias_ptr, acc, offs_m, offs_n, M, N, stride_om, HAS_BIAS: tl.constexpr):
     """out[offs_m, offs_n] = (acc^T + bias) in out's dtype; ``acc`` is [BLOCK_N, BLOCK_M]."""
     n_mask = offs_n < N
     if HAS_BIAS:
@@ -126,7 +126,7 @@ def _store_output(out_ptr, bias_ptr, acc, offs_m, offs_n, M, N, stride_om, HAS_B
 
 
 @triton.jit
-def _finish_split(
+def finish_split(
     out_ptr,
     bias_ptr,
     workspace_ptr,
@@ -159,7 +159,7 @@ def _finish_split(
         for split in tl.static_range(SPLIT_K):
             slot = workspace_ptr + (split * num_tiles + tile).to(tl.int64) * tile_size
             total += tl.load(slot + local, cache_modifier=".cg")  # from L2: L1 may be stale
-        _store_output(out_ptr, bias_ptr, total, offs_m, offs_n, M, N, stride_om, HAS_BIAS)
+        store_output(out_ptr, bias_ptr, total, offs_m, offs_n, M, N, stride_om, HAS_BIAS)
         tl.atomic_xchg(counters_ptr + tile, 0, sem="relaxed", scope="gpu")  # for the next launch
 
 
@@ -220,9 +220,9 @@ def mxint8_linear_kernel(
             *operands, stride_xm, GROUP_SIZE, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K, True, INTERPRETED
         )
     if SPLIT_K == 1:
-        _store_output(out_ptr, bias_ptr, acc, offs_m, offs_n, M, N, stride_om, HAS_BIAS)
+        store_output(out_ptr, bias_ptr, acc, offs_m, offs_n, M, N, stride_om, HAS_BIAS)
     else:
-        _finish_split(
+        finish_split(
             out_ptr,
             bias_ptr,
             workspace_ptr,

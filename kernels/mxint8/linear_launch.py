@@ -16,12 +16,23 @@ import triton
 
 from kernels.mxint8.dequantize_kernel import dequantize
 from kernels.mxint8.format import interpreting
+from kernels.mxint8.linear_gemv import mxint8_gemv_kernel
+from kernels.mxint8.linear_gemv_stream import mxint8_gemv_stream_kernel
 from kernels.mxint8.linear_kernel import mxint8_linear_kernel
+
+KERNELS = {
+    "tile": mxint8_linear_kernel,
+    "gemv": mxint8_gemv_kernel,
+    "gemv_stream": mxint8_gemv_stream_kernel,
+}
 
 
 @dataclass(frozen=True)
 class LinearConfig:
-    """Block sizes, K split, warps and pipeline depth of one launch of the fused kernel."""
+    """Block sizes, K split, warps and pipeline depth of one launch of the fused kernel, and
+    which kernel: "tile" (tensor cores; linear_kernel.py), "gemv" (CUDA cores, one row of x
+    per program; linear_gemv.py) or "gemv_stream" (the GEMV on ``programs_per_sm``
+    persistent programs per SM; linear_gemv_stream.py)."""
 
     block_m: int
     block_n: int
@@ -30,6 +41,20 @@ class LinearConfig:
     num_warps: int = 4
     num_stages: int = 3
     group_m: int = 8
+    kernel: str = "tile"
+    programs_per_sm: int = 0  # gemv_stream only
+
+    def __post_init__(self):
+        if self.kernel not in KERNELS:
+            raise ValueError(f"kernel={self.kernel!r}: use one of {', '.join(KERNELS)}")
+        if self.kernel.startswith("gemv") and self.block_m != 1:
+            raise ValueError(f"a gemv config takes one row of x: block_m=1, not {self.block_m}")
+        if self.kernel == "gemv_stream" and self.split_k != 1:
+            raise ValueError(
+                f"a gemv_stream config does not split K: split_k=1, not {self.split_k}"
+            )
+        if (self.kernel == "gemv_stream") != (self.programs_per_sm > 0):
+            raise ValueError("programs_per_sm > 0 exactly for a gemv_stream config")
 
     def grid(self, m: int, n: int) -> tuple[int, int]:
         return triton.cdiv(m, self.block_m) * triton.cdiv(n, self.block_n), self.split_k
@@ -48,7 +73,10 @@ INTERPRETER_CONFIG = LinearConfig(64, 128, 128)
 
 
 def m_bucket(m: int) -> int:
-    """Batch sizes that share a tuned config: 16, 32, 64, 128, 256, then multiples of 256."""
+    """Batch sizes that share a tuned config: 1 (a GEMV), 16 (2-16), 32, 64, 128, 256, then
+    multiples of 256."""
+    if m <= 1:
+        return 1
     return max(16, triton.next_power_of_2(m)) if m <= 256 else 256 * triton.cdiv(m, 256)
 
 
@@ -117,20 +145,53 @@ def launch_plan(config: LinearConfig, m: int, n: int, k: int, interpreted: bool)
     return config.grid(m, n), meta
 
 
-def launch(x2d, mantissa, scales, bias, out, group_size: int, config: LinearConfig) -> None:
+# What a gemv config runs as where the GEMV kernel cannot: the first GEMV tile, no split.
+GEMV_FALLBACK = LinearConfig(16, 64, 128, 1, 4, 4)
+
+
+def gemv_fits(x2d, config: LinearConfig, group_size: int) -> bool:
+    """Whether the GEMV kernel takes this problem: bf16 x whose rows are whole int64 words,
+    scale groups of whole words, and every K split a whole number of blocks."""
+    k = x2d.shape[1]
+    return (
+        x2d.dtype == torch.bfloat16
+        and x2d.data_ptr() % 8 == 0
+        and x2d.stride(0) % 4 == 0
+        and group_size >= 4
+        and k % (config.block_k * config.split_k) == 0
+    )
+
+
+def launch(x2d, mantissa, scales, bias, out, group_size: int, config: LinearConfig):
     """Run the kernel with ``config`` on 2-D ``x2d`` [M, K] (bf16 or fp16, unit stride along K)
-    into ``out`` [M, N]; ``mantissa`` and ``scales`` contiguous."""
+    into ``out`` [M, N]; ``mantissa`` and ``scales`` contiguous. A "gemv" config that does not
+    fit the problem (``gemv_fits``) runs as GEMV_FALLBACK. Returns the compiled kernel."""
     m, k = x2d.shape
     n = mantissa.shape[0]
+    if config.kernel.startswith("gemv") and not gemv_fits(x2d, config, group_size):
+        config = GEMV_FALLBACK
     grid, meta = launch_plan(config, m, n, k, interpreting())
-    workspace = torch.empty(
-        max(config.workspace_elements(m, n), 1), dtype=torch.float32, device=out.device
-    )
+    workspace_elements = config.workspace_elements(m, n)
     counters = split_k_counters(out.device, grid[0])
-    operands = (x2d, mantissa, scales, bias, out, workspace, counters)
-    mxint8_linear_kernel[grid](
-        *kernel_operands(*operands), **problem_meta(m, bias, group_size), **meta
-    )
+    if config.kernel == "gemv_stream":
+        grid = (stream_programs(config, m, n, k, out.device),)
+        workspace_elements = 2 * grid[0] * config.block_n
+        counters = split_k_counters(out.device, m * triton.cdiv(n, config.block_n))
+    workspace = torch.empty(max(workspace_elements, 1), dtype=torch.float32, device=out.device)
+    if config.kernel.startswith("gemv"):  # its loop is pipelined by tl.range, not by the launch
+        meta = dict(meta, NUM_STAGES=config.num_stages)
+    args = kernel_operands(x2d, mantissa, scales, bias, out, workspace, counters)
+    return KERNELS[config.kernel][grid](*args, **problem_meta(m, bias, group_size), **meta)
+
+
+def stream_programs(config: LinearConfig, m: int, n: int, k: int, device) -> int:
+    """Programs of a gemv_stream launch: programs_per_sm per SM (3 SMs in the interpreter),
+    at most one per K block of work."""
+    sms = 3
+    if torch.device(device).type == "cuda":
+        sms = torch.cuda.get_device_properties(device).multi_processor_count
+    work = m * triton.cdiv(n, config.block_n) * (k // config.block_k)
+    return max(1, min(config.programs_per_sm * sms, work))
 
 
 def dequantize_then_matmul(x2d, mantissa, scales, bias, group_size: int) -> torch.Tensor:

@@ -48,6 +48,13 @@ _TILES_LARGE = [
     (256, 128, 64, 8, 2),  # 3 stages: NaN outputs at group 128 (Triton 3.6, H100)
     (128, 128, 128, 8, 3),
 ]
+# GEMV (batch 1; linear_gemv.py): (block_n, block_k, num_warps) x K splits x pipelining by
+# Triton (3 stages) or by hand (1). The stream form runs N programs per SM (128 registers).
+_GEMV_SHAPES = [(16, 512, 4), (32, 256, 4), (16, 1024, 8), (32, 512, 8), (64, 256, 8)]
+_GEMV_SPLITS = (1, 2, 4)
+_GEMV_STAGES = (1, 3)  # 1: the next block fetched into registers by hand
+_STREAM_SHAPES = [(16, 512, 4), (32, 256, 4), (32, 512, 8)]
+_STREAM_PROGRAMS_PER_SM = {4: (2, 3, 4), 8: (1, 2)}
 _PROGRAMS_PER_SM = 2  # enough tiles in flight to keep HBM busy while the weight streams
 # From this batch size the launcher dequantizes the weight once and calls cuBLAS: once the batch
 # is large, the dequantization the fused kernel repeats for every row tile costs more than one
@@ -94,12 +101,29 @@ def candidate_configs(m: int, n: int, k: int) -> list[LinearConfig]:
     for and K allows it, double (more, smaller programs even out the SMs' shares)."""
     configs = []  # from the batch bucket alone, so one autotuner key has one candidate set
     for bm, bn, bk, warps, stages in _tile_shapes(m):
-        split = _split_k(m_bucket(m), n, k, bm, bn, bk)
+        split = _split_k(max(16, m_bucket(m)), n, k, bm, bn, bk)
         splits = {split, max(split // 2, 1)}
         if split > 1 and k >= 2 * 2 * split * bk:
             splits.add(2 * split)
         for s in sorted(splits):
             configs.append(LinearConfig(bm, bn, bk, s, warps, stages))
+    return configs
+
+
+def path_candidates(m: int, n: int, k: int) -> list[LinearConfig]:
+    """Every config the table may hold for an (m, n, k) problem: the tile kernel's candidates
+    (``candidate_configs``, what MXINT8_AUTOTUNE=1 times) and, for batch 1, the GEMV kernel's
+    in both forms."""
+    configs = candidate_configs(m, n, k)
+    if m_bucket(m) == 1:
+        for bn, bk, warps in _GEMV_SHAPES:
+            for split in _GEMV_SPLITS:
+                for stages in _GEMV_STAGES if k % (bk * split) == 0 else ():
+                    configs.append(LinearConfig(1, bn, bk, split, warps, stages, kernel="gemv"))
+        for bn, bk, warps in _STREAM_SHAPES:
+            for per_sm in _STREAM_PROGRAMS_PER_SM[warps] if k % bk == 0 else ():
+                stream = dict(kernel="gemv_stream", programs_per_sm=per_sm)
+                configs.append(LinearConfig(1, bn, bk, 1, warps, 3, **stream))
     return configs
 
 
@@ -179,7 +203,7 @@ def default_config(m: int, n: int, k: int) -> LinearConfig:
     """The config of a problem the table lacks: the bucket's first tile shape with the K split
     its shape calls for (deterministic, never timed)."""
     bm, bn, bk, warps, stages = _tile_shapes(m)[0]
-    split = _split_k(m_bucket(m), n, k, bm, bn, bk)
+    split = _split_k(max(16, m_bucket(m)), n, k, bm, bn, bk)
     return LinearConfig(bm, bn, bk, split, warps, stages)
 
 
@@ -257,11 +281,14 @@ def run_tuned(x2d, mantissa, scales, bias, out, group_size: int) -> None:
 
 # --- Fused kernel or dequantize-once ------------------------------------------------------------
 def chosen_path(m: int, n: int, k: int, group_size: int, has_bias: bool, device) -> str:
-    """'fused' or 'dequantize_once' for this problem: by batch size on CUDA (the crossover
-    measured on the H100, DEQUANTIZE_ONCE_MIN_BATCH), 'fused' elsewhere."""
-    if torch.device(device).type == "cuda" and m >= DEQUANTIZE_ONCE_MIN_BATCH:
-        return "dequantize_once"
-    return "fused"
+    """'fused' or 'dequantize_once' for this problem: on CUDA, fused where the committed table
+    has an entry for this GPU and problem (it was measured faster there), else by batch size
+    (DEQUANTIZE_ONCE_MIN_BATCH); 'fused' elsewhere."""
+    if torch.device(device).type != "cuda" or m < DEQUANTIZE_ONCE_MIN_BATCH:
+        return "fused"
+    gpu = device_name(device) if torch.cuda.is_available() else None
+    in_table = table_key(m, n, k, group_size) in config_table().get(gpu, {})
+    return "fused" if in_table else "dequantize_once"
 
 
 def choose_path(x2d, mantissa, scales, bias, group_size: int) -> str:
