@@ -5,8 +5,8 @@ as ``stats.data``) and is pure: no I/O, no global random state. Ratios are curre
 so a ratio above 1 means the current run is slower.
 
 Memory and time do not grow with the product of rounds and resamples: Mann-Whitney is scipy's
-(ranks, O(n log n)), and the bootstrap resamples at most ``BOOTSTRAP_POINTS`` rounds a side, in
-chunks of at most ``CHUNK_ELEMENTS`` draws (README "Thresholds"; tests/test_stats.py).
+(ranks, O(n log n)), and the bootstrap draws each resample's median directly (two draws, not n),
+from at most ``BOOTSTRAP_POINTS`` rounds a side (README "Thresholds"; tests/test_stats.py).
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ UNBOUNDED_INTERVAL = (0.0, math.inf)
 # gate, and already narrow: with 10 % noise per round its half-width is about 0.6 %.
 BOOTSTRAP_POINTS = 2000
 EXACT_MANN_WHITNEY = 1000  # rounds a side up to which scipy may compute the exact p-value
-CHUNK_ELEMENTS = 1 << 20  # resampled positions held at once: about 8 MB per int64 array
 
 Samples = Sequence[float] | np.ndarray
 
@@ -145,28 +144,27 @@ def mann_whitney_faster(baseline: Samples, current: Samples) -> float:
 
 
 def _resampled_medians(samples: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Medians of ``resamples`` bootstrap resamples (with replacement) of ``samples``.
+    """Medians of ``resamples`` bootstrap resamples (with replacement) of ``samples``, drawn
+    without building the resamples.
 
-    Works on the sorted samples: a resample is a count per sorted position, and its median sits
-    where the running count first passes the middle. That is a cumulative sum instead of a
-    partition per resample, several times faster than ``np.median`` on the gathered rows. Rows
-    are drawn in chunks of at most ``CHUNK_ELEMENTS`` positions (an even number of rows, so the
-    random stream is the same as drawing every row at once).
+    A resample of n rounds takes the sorted samples at positions floor(n * U_i), U_i uniform on
+    [0, 1), so its k-th smallest round sits at floor(n * U_(k)). The k-th smallest of n uniforms is
+    Beta(k, n + 1 - k), and the next one up is the smallest of the n - k uniforms above it. The
+    two middle order statistics are then two draws per resample instead of n: the same
+    distribution as the textbook bootstrap, at a cost that does not grow with the rounds.
     """
     n = samples.size
     ordered = np.sort(samples)
-    rows = max(2, CHUNK_ELEMENTS // n // 2 * 2)
-    medians = np.empty(resamples)
-    for start in range(0, resamples, rows):
-        chunk = min(rows, resamples - start)
-        picks = rng.integers(0, n, (chunk, n)) + n * np.arange(chunk)[:, None]
-        counts = np.bincount(picks.ravel(), minlength=chunk * n).reshape(chunk, n)
-        running = np.cumsum(counts, axis=1)
-        # 0-based positions of the lower and upper middle order statistics (equal when n is odd).
-        lower = np.count_nonzero(running <= (n - 1) // 2, axis=1)
-        upper = np.count_nonzero(running <= n // 2, axis=1)
-        medians[start : start + chunk] = 0.5 * (ordered[lower] + ordered[upper])
-    return medians
+    k = (n + 1) // 2  # rank (from 1) of the lower middle round; the median itself when n is odd
+    lower = rng.beta(k, n + 1 - k, resamples)
+    upper = lower
+    if n % 2 == 0:  # the upper middle: the smallest of the n - k uniforms above the lower one
+        upper = lower + (1.0 - lower) * (1.0 - rng.random(resamples) ** (1.0 / (n - k)))
+
+    def rounds_at(u: np.ndarray) -> np.ndarray:
+        return ordered[np.minimum((u * n).astype(np.int64), n - 1)]
+
+    return 0.5 * (rounds_at(lower) + rounds_at(upper))
 
 
 def _at_most(samples: np.ndarray, points: int, rng: np.random.Generator) -> np.ndarray:
