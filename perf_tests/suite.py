@@ -13,9 +13,9 @@ import warnings
 import pytest
 import torch
 
-from perfgate import host_memory
 from perfgate.declarations import uses_benchmark
-from perfgate.timing import Budget, copy_bandwidth_gbps
+from perfgate.measure import host_memory
+from perfgate.measure.timing import Budget, copy_bandwidth_gbps
 
 TIERS = {
     # CI smoke: bodies run once under --benchmark-disable; if timed, very briefly
@@ -72,7 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if option in given:
             why = "read CUDA events or their own clock" if option == "--benchmark-timer" else (
                 "set their rounds and round length from --perf-tier")  # fmt: skip
-            warnings.warn(f"perf_tests: {option} is ignored by cases timed with perfgate.timing, "
+            warnings.warn(f"perf_tests: {option} is ignored by cases timed with perfgate's timing, "
                           f"which {why}", stacklevel=1)  # fmt: skip
 
 

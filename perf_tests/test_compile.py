@@ -17,14 +17,14 @@ import torch
 from torch._inductor.utils import fresh_inductor_cache
 
 from perf_tests.models import ResNet18
-from perfgate.stats import median
-from perfgate.timing import (
+from perfgate.measure.timing import (
     measured_median,
     seconds_per_call,
     synchronize,
     time_rounds,
     time_wall,
 )
+from perfgate.stats import median
 from perfgate.verdict import Ratio
 
 pytestmark = pytest.mark.perfgate(

@@ -20,7 +20,7 @@ import pytest
 
 from perfgate import store
 from perfgate.benchmark import Benchmark, Run
-from perfgate.timing import measured_median, time_rounds
+from perfgate.measure.timing import measured_median, time_rounds
 from perfgate.verdict import judge
 
 pytestmark = pytest.mark.perfgate(family="harness")

@@ -1,7 +1,7 @@
 """Host overhead in instructions: what a call costs the CPU before any real compute, counted by
 callgrind (``pytest perf_tests --perf-measure instructions``; deselected otherwise).
 
-Every case is counted in three valgrind processes per session (``perfgate/callgrind.py``); each test
+Every case is counted in three valgrind processes per session (``measure/callgrind.py``); each
 reads its counts and stores them like a benchmark (1 instruction = 1 ns nominal). Shapes are
 tiny on purpose: the count is dominated by dispatch, Python, guards and launcher checks.
 """
@@ -18,10 +18,10 @@ from torch import nn
 from kernels.mxint8 import MXINT8Linear, dequantize_reference, quantize
 from perf_tests.models import ResNet18
 from perf_tests.test_sdpa import naive_attention
-from perfgate.callgrind import HostCase
-from perfgate.counters import record_instructions
+from perfgate.measure.callgrind import HostCase
+from perfgate.measure.instructions import record_instructions
 
-# Tolerance 0.5 %, tighter than the gate's 1 %: with the allocator left out (perfgate/counters.py,
+# Tolerance 0.5 %, tighter than the gate's 1 %: allocator left out (measure/instructions.py,
 # ALLOCATOR) a case reads within 0.1 % in every process, whatever ran before it
 # (docs/gate-validation/instructions-session5/), so 1 % of added host work always fails, where a
 # 1 % tolerance would pass it about half of the time.

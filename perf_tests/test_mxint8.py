@@ -32,7 +32,7 @@ from kernels.mxint8 import (
 )
 from kernels.mxint8.tuning import chosen_path, config_source
 from perf_tests.models import BERT_BASE, BERT_SMALL, EncoderClassifier, quantize_linears
-from perfgate.timing import (
+from perfgate.measure.timing import (
     graph_seconds_per_call,
     l2_cache_bytes,
     record_rates,

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from perfgate.timing import l2_cache_bytes, record_rates, rotation_count, time_device
+from perfgate.measure.timing import l2_cache_bytes, record_rates, rotation_count, time_device
 from perfgate.verdict import Ratio
 
 pytestmark = pytest.mark.perfgate(

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import _pytest_benchmark, options, run_schema, saving, store
+from perfgate import _pytest_benchmark, options, store
 from perfgate.benchmark import Run, with_bounded_data
+from perfgate.store import saving
+from perfgate.store import schema as run_schema
 
 GATE_NOT_RUN = 6  # exit status: the gate could not run, or gated nothing (README: exit codes)
 UNSAVED = saving.UNSAVED

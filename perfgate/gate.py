@@ -14,16 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import _pytest_benchmark, launch_counts, options, profiling
+from perfgate import _pytest_benchmark, options
 from perfgate.baseline_session import GATE_NOT_RUN, BaselineChoice, Saver
 from perfgate.benchmark import Run, run_from_json
-from perfgate.counters import is_instructions
 from perfgate.declarations import declarations, test_name, uses_benchmark
+from perfgate.measure import launch_counts
+from perfgate.measure import profiler as profiling
+from perfgate.measure.instructions import is_instructions
 from perfgate.reruns import run_again, say
 from perfgate.verdict import summary
+from perfgate.verdict.judge import GateResult, Verdict, failed, judge, rerun_names
 from perfgate.verdict.pairing import declarations_of
 from perfgate.verdict.rules import Thresholds, parse_thresholds
-from perfgate.verdict.session import GateResult, Verdict, failed, judge, rerun_names
 
 
 def thresholds_from(config: pytest.Config) -> Thresholds:
@@ -133,7 +135,7 @@ class GateSession:
                 current.benchmarks[name].extra_info[launch_counts.KEY] = value
             self.results = self.judged(current, confirmation)
         regressed = {r.name for r in self.results if r.verdict is Verdict.REGRESSION}
-        # a counted case shows its function diff instead; only perfgate.timing's cases profile
+        # a counted case shows its function diff instead; only measure.timing's cases profile
         timed = {n for n in regressed if not is_instructions(current.benchmarks[n].extra_info)}
         timed &= profiling.profilable
         if timed:

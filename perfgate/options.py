@@ -98,7 +98,7 @@ def _add_store(group) -> None:
         "--perf-store-profiles",
         choices=("saved", "always", "never"),
         default="saved",
-        help="store a compact torch.profiler profile with each case timed by perfgate.timing, "
+        help="store a compact torch.profiler profile with each case timed by measure.timing, "
         "taken after the whole session, so the gate can say which kernels a later regression "
         "changed: saved (default: runs saved with --benchmark-save or --benchmark-autosave), "
         "always (also --benchmark-json), never",
@@ -132,7 +132,7 @@ def _add_measure(group) -> None:
         "--perf-profile",
         default=None,
         metavar="DIR",
-        help="profile each case timed by perfgate.timing with torch.profiler instead of timing "
+        help="profile each case timed by measure.timing with torch.profiler instead of timing "
         "it: writes DIR/<test>.txt (top operators) and DIR/<test>.trace.json (Chrome trace)",
     )
     group.addoption(

@@ -55,7 +55,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto`` on CUDA: one worker per GPU, each timing on its own (perfgate.workers)."""
     if not options.asked(config) or not uses_cuda(config):
         return None
-    from perfgate import gpu
+    from perfgate.measure import gpu
 
     return gpu.device_count() or None
 
@@ -72,18 +72,10 @@ class Asked:
     """The hooks of a session that asked for perfgate: store, compare, save, gate, profiles."""
 
     def __init__(self, config: pytest.Config):
-        from perfgate import (
-            baseline_session,
-            gate,
-            instructions_plugin,
-            launch_counts,
-            nvml,
-            outputs,
-            profiling,
-            saving,
-            sharding,
-            workers,
-        )
+        from perfgate import baseline_session, gate, instructions_plugin, outputs, sharding, workers
+        from perfgate.measure import launch_counts, nvml
+        from perfgate.measure import profiler as profiling
+        from perfgate.store import saving
 
         self.config = config
         gate_class = workers.configure(config, uses_cuda(config))  # -n: pin, merge (xdist)
@@ -131,7 +123,8 @@ class Asked:
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)  # a project's own hook adds to it after
     def pytest_benchmark_update_machine_info(self, config: pytest.Config, machine_info: dict):
-        from perfgate import machine, sharding
+        from perfgate import sharding
+        from perfgate.measure import machine
 
         use_cuda = uses_cuda(config)
         machine_info["perfgate"] = {
@@ -184,6 +177,7 @@ def uses_cuda(config: pytest.Config) -> bool:
 
 def storage_key(config: pytest.Config) -> str:
     """The run's hardware key: the hardware, or for instruction counts their own key."""
-    from perfgate import instructions_plugin, machine
+    from perfgate import instructions_plugin
+    from perfgate.measure import machine
 
     return instructions_plugin.storage_key(config) or machine.hardware_key(uses_cuda(config))

@@ -87,7 +87,8 @@ class ShardSelection:
         items[:] = kept
 
     def _stored(self) -> dict[str, float]:
-        from perfgate import run_schema, store
+        from perfgate import store
+        from perfgate.store import schema as run_schema
 
         runs = [r for r in store.saved_runs(self.folder) if not run_schema.from_the_future(r)]
         return durations(runs[-1]) if runs else {}

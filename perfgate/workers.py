@@ -23,13 +23,14 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import _pytest_benchmark, gpu
+from perfgate import _pytest_benchmark
 from perfgate.benchmark import run_from_json
 from perfgate.declarations import ratio_group
 from perfgate.gate import GateSession
-from perfgate.merge import MergeError, merge_runs
+from perfgate.measure import gpu
 from perfgate.reruns import say
-from perfgate.saving import SAVE_FAILED
+from perfgate.store.merge import MergeError, merge_runs
+from perfgate.store.saving import SAVE_FAILED
 
 RUN, GATE, PROBLEM = "perfgate_run", "perfgate_gate", "perfgate_problem"  # workeroutput keys
 GROUPS = "perfgate_groups"  # workerinput: the folder where workers write their ratio groups

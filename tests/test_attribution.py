@@ -8,10 +8,10 @@ import json
 import pytest
 import torch
 
-from perfgate import profiling
-from perfgate.attribution import profile_diff
 from perfgate.benchmark import run_from_json
-from perfgate.verdict.session import Verdict, judge
+from perfgate.measure import profiler as profiling
+from perfgate.verdict.attribution import profile_diff
+from perfgate.verdict.judge import Verdict, judge
 from tests.test_plugin import run, saved_runs, virtual_clock_project
 
 
@@ -81,7 +81,7 @@ def test_a_diff_that_cannot_be_made_says_why_in_one_line(baseline, current, says
 
 
 def test_a_case_never_profiled_says_nothing_about_profiles():
-    assert profile_diff(None, None, "time") == []  # not timed by perfgate.timing
+    assert profile_diff(None, None, "time") == []  # not timed by perfgate.measure.timing
 
 
 def timed_run(seconds: float, extra: dict) -> object:
@@ -110,7 +110,7 @@ import os
 
 import torch
 
-from perfgate.timing import Budget, time_wall
+from perfgate.measure.timing import Budget, time_wall
 from virtual_clock import work
 
 x = torch.randn(64, 64)
@@ -123,7 +123,7 @@ def call():
         torch.sort(y, dim=-1)
 
 
-def test_plain(benchmark):  # not timed by perfgate.timing: no profile, saved once all the same
+def test_plain(benchmark):  # not timed by measure.timing: no profile, saved once all the same
     benchmark.pedantic(work, rounds=5)
 
 
@@ -171,7 +171,7 @@ def test_a_run_that_is_not_saved_stores_no_profile(timed_project, tmp_path):
 
 
 def test_a_part_missing_from_a_cut_list_changed_at_most_by_the_distance_to_its_floor():
-    from perfgate.attribution import top_changes
+    from perfgate.verdict.attribution import top_changes
 
     before = {"big": 1000, "small": 300}  # cut: parts below 300 were not stored
     now = {"big": 1000, "small": 300, "view": 228, "crc32": 700}

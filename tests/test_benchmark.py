@@ -20,7 +20,7 @@ from perfgate.benchmark import (
 )
 from perfgate.stats import compare_samples
 from perfgate.verdict import Verdict
-from perfgate.verdict.session import judge
+from perfgate.verdict.judge import judge
 
 MEASURED = 200_000  # rounds of a pure-Python micro-benchmark under pytest-benchmark's calibration
 

@@ -1,5 +1,5 @@
 """The counting process's environment is the same wherever the checkout lies and whatever the
-caller's environment holds (perfgate/callgrind_process.py)."""
+caller's environment holds (perfgate/measure/callgrind_process.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from perfgate import callgrind, callgrind_child, callgrind_process
+from perfgate.measure import callgrind, callgrind_child, callgrind_process
 
 
 def made(tmp_path: Path, root: Path, name: str) -> tuple[dict[str, str], Path]:

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from triage_data import FLAT, STEPPED, write_history
 
-from perfgate import changepoints
 from perfgate.cli.history_runs import load
 from perfgate.store import StoreError as RunError
+from perfgate.verdict import steps as changepoints
 
 NOISE = 0.02  # run-to-run noise, relative standard deviation
 

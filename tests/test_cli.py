@@ -290,7 +290,7 @@ def test_profile_that_writes_nothing_from_a_passing_run_fails_and_says_why(tmp_p
             "profile", "tests/test_cli.py::test_y", "--out", str(profile_folder)
         )
     assert status == 2
-    assert "only cases timed by perfgate.timing" in err
+    assert "only cases timed by perfgate.measure.timing" in err
 
 
 PLUGIN_HAS_PROFILE = "--perf-profile" in (ROOT / "perfgate/plugin.py").read_text()

@@ -11,11 +11,12 @@ import subprocess
 import pytest
 import torch
 
-from perfgate import callgrind, callgrind_inject, counters
 from perfgate.baseline_session import GATE_NOT_RUN
 from perfgate.benchmark import run_from_json
-from perfgate.exact_counters import aten_operators, per_call, python_calls
-from perfgate.verdict.session import Verdict, judge
+from perfgate.measure import callgrind, callgrind_inject
+from perfgate.measure import instructions as counters
+from perfgate.measure.exact_counters import aten_operators, per_call, python_calls
+from perfgate.verdict.judge import Verdict, judge
 
 
 def case(instructions: int, functions=(), **exact) -> dict:
@@ -232,7 +233,7 @@ def test_annotate_reads_every_function_of_a_real_dump(tmp_path):
 
 INSTRUCTION_CASE = """
 import pytest
-from perfgate.counters import record_instructions
+from perfgate.measure.instructions import record_instructions
 
 @pytest.mark.instructions
 def test_counted(benchmark):

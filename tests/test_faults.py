@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 from test_plugin import BENCHMARK, run, saved_runs, virtual_clock_project
 
-from perfgate import owners, saving, store
+from perfgate import store
+from perfgate.store import owners, saving
 
 # a conftest for the inner project: every hard link under baselines/ fails with ERRNO
 BROKEN_DISK = """
@@ -213,7 +214,8 @@ def test_a_live_claim_is_passed_over_not_waited_for(tmp_path):
 KILLED_SAVE = """
 import sys, time
 from pathlib import Path
-from perfgate import owners, store
+from perfgate.store import owners
+from perfgate import store
 real = owners.linkable
 def stuck(source, folder):
     copy = real(source, folder)

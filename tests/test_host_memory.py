@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from perfgate import host_memory
+from perfgate.measure import host_memory
 
 resource = pytest.importorskip("resource")  # POSIX only
 
@@ -17,7 +17,7 @@ resource = pytest.importorskip("resource")  # POSIX only
 # tensor fits in freed memory: count the faults of the last 10 of 40.
 FAULTS_IN_STEADY_STATE = """
 import resource, sys, torch
-from perfgate import host_memory
+from perfgate.measure import host_memory
 if sys.argv[1] == "retain":
     host_memory.retain_freed_memory()
 for _ in range(30):

@@ -12,10 +12,10 @@ from synthetic_runs import rounds_at, single
 
 from perfgate.cli.nightly import ab_reason
 from perfgate.cli.nightly_report import decide
-from perfgate.launch_counts import count_trace
+from perfgate.measure.launch_counts import count_trace
 from perfgate.verdict import Verdict, judge
+from perfgate.verdict.judge import HOST_BOUND
 from perfgate.verdict.launches import GATED_ON
-from perfgate.verdict.session import HOST_BOUND
 from perfgate.verdict.summary import as_json
 from tests.test_plugin import run, saved_runs, virtual_clock_project
 
@@ -113,7 +113,8 @@ def test_the_nightly_leaves_count_gated_cases_to_the_stored_comparison():
 COUNTED_CASE = """
 import os
 
-from perfgate import _pytest_benchmark, launch_counts
+from perfgate import _pytest_benchmark
+from perfgate.measure import launch_counts
 from virtual_clock import work
 
 

@@ -16,9 +16,9 @@ from perf_tests.models import (
     count_parameters,
     quantize_linears,
 )
-from perfgate import timing
-from perfgate.machine import slug
-from perfgate.timing import Budget, copy_bandwidth_gbps, plan_rounds, rotation_count
+from perfgate.measure import timing
+from perfgate.measure.machine import slug
+from perfgate.measure.timing import Budget, copy_bandwidth_gbps, plan_rounds, rotation_count
 
 
 def test_resnet18_has_torchvisions_parameter_count_and_imagenet_head():

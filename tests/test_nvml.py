@@ -10,7 +10,7 @@ import types
 import pytest
 from synthetic_runs import rounds, single
 
-from perfgate import machine, nvml
+from perfgate.measure import machine, nvml
 from perfgate.verdict import Verdict, judge
 
 # The functions and constants perfgate uses, with the names nvidia-ml-py gives them. Module
@@ -169,7 +169,8 @@ def test_no_round_clocks_without_nvml(no_pynvml):
 
 
 ROUND_COUNT_TEST = """
-from perfgate import _pytest_benchmark, nvml
+from perfgate import _pytest_benchmark
+from perfgate.measure import nvml
 
 class Gpu:
     def __init__(self):

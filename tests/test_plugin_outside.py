@@ -129,13 +129,13 @@ def test_asked_gate_uses_the_projects_storage_and_paths(project, monkeypatch):
     result = run(project, "--perf-gate", "test_bench.py")
     assert result.ret == 1, output_of(result)
     assert "Confirmed regressions" in output_of(result)
-    assert "profiling" not in output_of(result)  # nothing here is timed by perfgate.timing
+    assert "profiling" not in output_of(result)  # nothing here is timed by perfgate.measure.timing
     assert "perfgate ab" not in output_of(result)  # no commit to compare with outside git
 
 
 def test_the_command_line_finds_this_machines_key_without_torch(monkeypatch):
     from perfgate.cli.runs import this_hardware_key
-    from perfgate.machine import hardware_key
+    from perfgate.measure.machine import hardware_key
 
     monkeypatch.setitem(sys.modules, "torch", None)  # perfgate installed without perfgate[torch]
     assert this_hardware_key() == hardware_key(use_cuda=False)

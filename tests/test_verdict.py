@@ -17,7 +17,7 @@ from synthetic_runs import (
 from perfgate.benchmark import RunFormatError
 from perfgate.stats import MIN_ROUNDS
 from perfgate.verdict import Thresholds, Verdict, judge
-from perfgate.verdict.session import HOST_BOUND, failed
+from perfgate.verdict.judge import HOST_BOUND, failed
 
 
 def one(baseline, current, thresholds=None, confirmation=None):

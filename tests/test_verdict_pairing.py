@@ -21,8 +21,8 @@ from synthetic_runs import (
 )
 
 from perfgate.verdict import Ratio, Verdict, judge
+from perfgate.verdict.judge import rerun_names
 from perfgate.verdict.pairing import declarations_of, same_run_ratios, worst_ratios
-from perfgate.verdict.session import rerun_names
 
 
 def verdicts(baselines, current, confirmation=None) -> dict:

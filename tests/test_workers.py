@@ -14,9 +14,10 @@ from test_plugin import saved_runs
 from test_sharding import make_cases_project, samples, verdicts
 from test_sharding import run as sharded_run
 
-from perfgate import gpu, machine, nvml, workers
+from perfgate import workers
 from perfgate.benchmark import run_from_json
-from perfgate.merge import MergeError, merge_runs
+from perfgate.measure import gpu, machine, nvml
+from perfgate.store.merge import MergeError, merge_runs
 from perfgate.verdict import judge
 
 

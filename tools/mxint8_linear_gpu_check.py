@@ -1,7 +1,7 @@
 """GPU check of the fused MXINT8 linear (kernels/mxint8/): correctness, then the issue's table,
 a sweep of the autotuner's candidates, and what limits the kernel.
 
-Every time is CUDA-graph device time (perfgate.timing.graph_seconds_per_call) over weight copies
+Every time is CUDA-graph device time (measure.timing.graph_seconds_per_call) over weight copies
 rotated through more than 4x L2. Columns: bf16 ``F.linear``, dequantize + ``F.linear`` (the
 lab's layer), fused (``mxint8_linear``: tuned config, or dequantize-once where it measured
 faster), the floor (the 8.25-bit weight read once at the same-size copy bandwidth, measured
@@ -38,7 +38,7 @@ from kernels.mxint8 import (
 )
 from kernels.mxint8.linear_launch import launch, launch_plan
 from kernels.mxint8.tuning import chosen_path
-from perfgate.timing import copy_bandwidth_gbps, graph_seconds_per_call, l2_cache_bytes
+from perfgate.measure.timing import copy_bandwidth_gbps, graph_seconds_per_call, l2_cache_bytes
 
 SHAPES = [(4096, 4096), (14336, 4096)]  # (N, K) = (out_features, in_features)
 BATCHES = [1, 16, 64, 128, 256, 512]  # 64-256: where the fused kernel stops winning

@@ -3,7 +3,7 @@
 kernels; check each config's error and the GEMV kernels' weights bit for bit on every (v, e)
 pair; profile the fastest batch-1 kernels with Nsight Compute where ``ncu`` is installed.
 
-Every time is CUDA-graph device time (perfgate.timing.graph_seconds_per_call) over weight copies
+Every time is CUDA-graph device time (measure.timing.graph_seconds_per_call) over weight copies
 rotated through more than 4x L2, as the suite's test_linear and tools/mxint8_tune.py measure.
 Results go to ``--out`` (JSON, rewritten after each problem, so a run cut short keeps what it
 measured). The committed table itself is chosen by tools/mxint8_tune.py.
@@ -38,7 +38,7 @@ from kernels.mxint8 import (
 )
 from kernels.mxint8.linear_launch import launch
 from kernels.mxint8.tuning import path_candidates
-from perfgate.timing import graph_seconds_per_call, l2_cache_bytes
+from perfgate.measure.timing import graph_seconds_per_call, l2_cache_bytes
 
 SHAPES = [(4096, 4096), (14336, 4096)]  # (N, K) of the suite's Linear cases
 BATCHES = [1, 16, 512]

@@ -25,7 +25,7 @@ import torch
 from kernels.mxint8 import mxint8_linear, quantize
 from kernels.mxint8.linear_launch import m_bucket
 from kernels.mxint8.tuning import TABLE_PATH, path_candidates, table_key
-from perfgate.timing import graph_seconds_per_call, l2_cache_bytes, rotation_count
+from perfgate.measure.timing import graph_seconds_per_call, l2_cache_bytes, rotation_count
 
 SHAPES = [(4096, 4096), (14336, 4096)]  # (N, K) of the suite's Linear cases
 BATCHES = [1, 16]  # the suite's fused batches (512 runs dequantize-once); buckets 1 and 16

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 import kernels.mxint8
 import kernels.mxint8.module
-import perfgate.timing
+import perfgate.measure.timing
 
 MODE = os.environ.get("PERFGATE_SLOWDOWN", "")
 
@@ -100,7 +100,10 @@ def _cycles(benchmark, fraction: float, seconds_with) -> tuple[int, dict]:
 
 
 def _install_gpu_sleep(fixed: float | None) -> None:
-    original_device, original_wall = perfgate.timing.time_device, perfgate.timing.time_wall
+    original_device, original_wall = (
+        perfgate.measure.timing.time_device,
+        perfgate.measure.timing.time_wall,
+    )
 
     def time_device(benchmark, calls, device, budget):
         fraction = _fraction_of(benchmark, fixed)
@@ -109,7 +112,7 @@ def _install_gpu_sleep(fixed: float | None) -> None:
 
         def seconds_with(cycles):
             wrapped = calls if cycles is None else [_with_sleep(c, cycles) for c in calls]
-            return perfgate.timing.graph_seconds_per_call(wrapped, device)
+            return perfgate.measure.timing.graph_seconds_per_call(wrapped, device)
 
         cycles, facts = _cycles(benchmark, fraction, seconds_with)
         wrapped = [_with_sleep(c, cycles) for c in calls]
@@ -122,7 +125,7 @@ def _install_gpu_sleep(fixed: float | None) -> None:
 
         def seconds_with(cycles):
             timed = fn if cycles is None else _with_sleep(fn, cycles)
-            return perfgate.timing.seconds_per_call(timed, device, calls=20)
+            return perfgate.measure.timing.seconds_per_call(timed, device, calls=20)
 
         cycles, facts = _cycles(benchmark, fraction, seconds_with)
         return original_wall(benchmark, _with_sleep(fn, cycles), device, budget) | _log(
@@ -167,7 +170,7 @@ def pytest_configure(config) -> None:
 
         F.scaled_dot_product_attention = sdpa_with_extra_work
     elif MODE == "cpu-25":
-        original_wall = perfgate.timing.time_wall
+        original_wall = perfgate.measure.timing.time_wall
 
         def slower(fn):
             def call():
@@ -181,7 +184,7 @@ def pytest_configure(config) -> None:
         def time_wall(benchmark, fn, device, budget):
             return original_wall(benchmark, slower(fn), device, budget)
 
-        perfgate.timing.time_wall = time_wall
+        perfgate.measure.timing.time_wall = time_wall
         import perf_tests.test_compile
         import perf_tests.test_mxint8
         import perf_tests.test_sdpa

@@ -16,8 +16,8 @@ from perfgate.cli.runs import baseline_set_of, matches
 from perfgate.report.tables import MISSING, fmt_time, render
 from perfgate.store import StoreError
 from perfgate.verdict import summary
+from perfgate.verdict.judge import GateResult, Verdict, judge
 from perfgate.verdict.rules import Thresholds
-from perfgate.verdict.session import GateResult, Verdict, judge
 
 ENVIRONMENT_KEYS = ("torch", "triton", "cuda", "cudnn", "driver", "python")
 

@@ -22,13 +22,14 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from perfgate import changepoints, run_schema
-from perfgate.cli.dashboard_page import benchmark_page, page, step_cell, table
 from perfgate.cli.history_runs import benchmark_names, runs_by_hardware
 from perfgate.cli.runs import default_store_root
 from perfgate.report.common import file_stem, slug
+from perfgate.report.dashboard_page import benchmark_page, page, step_cell, table
 from perfgate.report.tables import MISSING, fmt_time
 from perfgate.store import StoreError as RunError
+from perfgate.store import schema as run_schema
+from perfgate.verdict import steps as changepoints
 
 MARKER = ".perfgate-dashboard"  # written into the folder: it may be rebuilt in place
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.benchmark import Run, describe_changes, environment_changes
-from perfgate.changepoints import steps_text
 from perfgate.cli.runs import matches
 from perfgate.report.tables import MISSING, fmt_time, render
+from perfgate.verdict.steps import steps_text
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from perfgate import run_schema, store
+from perfgate import store
 from perfgate.benchmark import Run
+from perfgate.store import schema as run_schema
 
 
 def load(path: Path) -> Run:

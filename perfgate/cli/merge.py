@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 
 from perfgate import store
-from perfgate.merge import MergeError, merge_shards
+from perfgate.store.merge import MergeError, merge_shards
 
 MERGE_REFUSED = 3
 EXAMPLES = """\

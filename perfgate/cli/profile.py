@@ -49,8 +49,9 @@ def _no_profile_hint(returncode: int, folder: Path) -> str:
         )
     if returncode == 0:
         return (
-            "the case ran, but only cases timed by perfgate.timing (time_wall, time_device, as "
-            "this repository's perf_tests/ are) are profiled; perfgate profile is for those"
+            "the case ran, but only cases timed by perfgate.measure.timing (time_wall, "
+            "time_device, as this repository's perf_tests/ are) are profiled; perfgate profile "
+            "is for those"
         )
     return f"nothing was written to {folder}; see the pytest output above"
 

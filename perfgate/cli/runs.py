@@ -101,7 +101,7 @@ def default_store_root() -> Path:
 def this_hardware_key() -> str:
     """This machine's hardware key: its GPU where torch sees one, else its CPU (imports torch
     where installed, so only called when a key is needed)."""
-    from perfgate.machine import hardware_key
+    from perfgate.measure.machine import hardware_key
 
     try:
         import torch

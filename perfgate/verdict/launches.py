@@ -1,14 +1,14 @@
-"""A host-bound CUDA case judged on its exact launch counts (``perfgate/launch_counts.py``):
+"""A host-bound CUDA case judged on its exact launch counts (``perfgate/measure/launch_counts.py``):
 kernel launches, graph launches and graph nodes per call. Its time follows host jitter, so the
 time is shown, never gated; the counts have no noise, so any increase fails (the exact-counter
-rule of ``perfgate/counters.py``). Its host instructions are counted by the CPU instruction
+rule of ``measure/instructions.py``). Its host instructions are counted by the CPU instruction
 gate where that gate runs the same code path (``HOST_INSTRUCTIONS``)."""
 
 from __future__ import annotations
 
 from perfgate.benchmark import Benchmark
-from perfgate.counters import exact_findings
-from perfgate.launch_counts import KEY
+from perfgate.measure.instructions import exact_findings
+from perfgate.measure.launch_counts import KEY
 from perfgate.stats import compare_samples
 from perfgate.verdict.outcome import GateResult, Verdict
 

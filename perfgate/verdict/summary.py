@@ -6,8 +6,8 @@ The gate and ``perfgate compare`` print these same rows; every word comes from t
 from __future__ import annotations
 
 from perfgate.benchmark import Run, environment_changes
+from perfgate.verdict.judge import GateResult, Verdict
 from perfgate.verdict.rules import TOO_FEW_ROUNDS
-from perfgate.verdict.session import GateResult, Verdict
 
 HEADINGS = {
     Verdict.REGRESSION: "Confirmed regressions (fail the run)",

@@ -1,4 +1,4 @@
-"""The counting process of ``perfgate.callgrind``: its environment, interpreter and working
+"""The counting process of ``perfgate.measure.callgrind``: its environment, interpreter and working
 directory, made the same for every session."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ X86_64_MARCH = {"AVX2": "x86-64-v3", "DEFAULT": "x86-64"}
 def environment(root: Path, scratch: Path) -> dict[str, str]:
     """The counting process's variables; ``scratch`` is its private folder and working
     directory, where ``src`` links to ``root`` (on PYTHONPATH)."""
-    from perfgate.counters import counted_capability
+    from perfgate.measure.instructions import counted_capability
 
     capability = counted_capability()
     Path(scratch, "src").symlink_to(root.resolve(), target_is_directory=True)

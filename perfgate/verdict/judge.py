@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from perfgate.attribution import profile_diff
 from perfgate.benchmark import Benchmark, Run
-from perfgate.counters import (
+from perfgate.measure.instructions import (
     DEFAULT_TOLERANCE,
     counted_alike,
     counter_findings,
@@ -22,6 +21,7 @@ from perfgate.counters import (
     is_instructions,
 )
 from perfgate.stats import MIN_ROUNDS, Comparison, compare_samples
+from perfgate.verdict.attribution import profile_diff
 from perfgate.verdict.clocks import clocks_note, gpu_note
 from perfgate.verdict.launches import judge_launches
 from perfgate.verdict.noise import case_threshold

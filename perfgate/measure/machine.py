@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 
-from perfgate import nvml
+from perfgate.measure import nvml
 
 
 def cpu_model() -> str:

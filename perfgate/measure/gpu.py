@@ -1,7 +1,7 @@
 """One GPU per pytest-xdist worker: worker ``gwK`` times on GPU K and nothing else does.
 
 The logic takes ``cuda`` (``torch.cuda`` or a fake with ``device_count``, ``set_device`` and
-``get_device_name``) and ``nvml`` (``perfgate.nvml``), so it is tested without a GPU.
+``get_device_name``) and ``nvml`` (``perfgate.measure.nvml``), so it is tested without a GPU.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def pin(worker: str, cuda=None, nvml=None) -> dict:
 
         cuda = torch.cuda
     if nvml is None:
-        from perfgate import nvml
+        from perfgate.measure import nvml
     number = worker_number(worker)
     check_worker_count(number + 1, cuda.device_count())
     cuda.set_device(number)

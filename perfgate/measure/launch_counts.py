@@ -51,7 +51,7 @@ def count_trace(events: list[dict], calls: int) -> dict[str, int | float]:
     """Per-call launch counts from a Chrome trace's events (``calls`` calls profiled):
     ``kernel_launches`` (kernels the host launched itself), ``graph_launches`` and
     ``graph_nodes`` (device work whose correlation id is a graph launch's)."""
-    from perfgate.exact_counters import per_call
+    from perfgate.measure.exact_counters import per_call
 
     kernels = graphs = nodes = 0
     graph_correlations = set()

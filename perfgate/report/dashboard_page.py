@@ -14,9 +14,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from perfgate.benchmark import describe_changes, environment_changes
-from perfgate.changepoints import Step
 from perfgate.cli.history_runs import run_label, short_commit
 from perfgate.report.tables import MISSING, fmt_time, time_unit
+from perfgate.verdict.steps import Step
 
 PAGE_STYLE = """
 body { font-family: sans-serif; margin: 1.5em; color: #222; }

@@ -22,8 +22,9 @@ import os
 import re
 from pathlib import Path
 
-from perfgate import owners, run_schema
 from perfgate.benchmark import Run, RunFormatError, run_from_json, with_bounded_data
+from perfgate.store import owners
+from perfgate.store import schema as run_schema
 
 MAX_SET_RUNS = 5
 RUN_FILE = re.compile(r"^(\d{4,})_(.*)\.json$")

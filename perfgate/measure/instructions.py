@@ -16,7 +16,7 @@ import re
 import statistics
 from numbers import Real
 
-from perfgate.attribution import top_changes
+from perfgate.verdict.attribution import top_changes
 
 SECONDS_PER_INSTRUCTION = 1e-9  # the nominal unit of the samples pytest-benchmark stores
 DEFAULT_TOLERANCE = 0.01  # instructions per call may grow by 1 % before the gate fails

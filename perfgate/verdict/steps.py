@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perfgate import run_schema
 from perfgate.store import StoreError
+from perfgate.store import schema as run_schema
 
 ALPHA = 0.01  # permutation p-value below which a proposed step is kept
 MIN_CHANGE = 0.02  # smallest step kept, as a fraction of the median before it

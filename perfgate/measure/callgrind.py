@@ -1,7 +1,7 @@
 """Instruction counts of host-overhead cases, measured by callgrind.
 
 The parent (``measure``) starts ``valgrind --tool=callgrind`` with instrumentation off, running
-``perfgate.callgrind_child`` as a script, in a few processes at once, each with another heap
+``perfgate.measure.callgrind_child`` as a script, in a few processes at once, each with another heap
 layout; each builds every case (compiling included) at near native speed, switches
 instrumentation on with ``callgrind_control``, runs one uncounted warm-up repeat and
 ``repeats`` counted repeats of ``calls`` calls, each dumped to its own file by
@@ -9,7 +9,7 @@ instrumentation on with ``callgrind_control``, runs one uncounted warm-up repeat
 counters (ATen operators, Python calls, Dynamo graphs). The parent reads every dump with
 ``callgrind_annotate`` and keeps per case the layout with the fewest instructions.
 
-``PERFGATE_INJECT_INSTRUCTIONS`` (gate validation, ``perfgate/callgrind_inject.py``) adds a
+``PERFGATE_INJECT_INSTRUCTIONS`` (gate validation, ``perfgate/measure/callgrind_inject.py``) adds a
 known share of instructions to every call.
 """
 
@@ -26,13 +26,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from perfgate.callgrind_process import (
+from perfgate.measure.callgrind_process import (
     environment,
     no_address_randomization,
     python_in,
     scratch_parent,
 )
-from perfgate.counters import ALLOCATOR, STORED_FUNCTIONS, stable_name
+from perfgate.measure.instructions import ALLOCATOR, STORED_FUNCTIONS, stable_name
 
 TOOLS = ("valgrind", "callgrind_annotate", "callgrind_control")
 LAYOUT_VARIABLE = "PERFGATE_CALLGRIND_LAYOUT"  # which heap layout a counting process takes
@@ -126,7 +126,7 @@ def _start(spec: dict, root: Path, scratch: Path, log: Path, layout: int) -> sub
         f"--callgrind-out-file={scratch}/callgrind.out",
         python_in(scratch),
         "-m",
-        "perfgate.callgrind_child",
+        "perfgate.measure.callgrind_child",
         str(spec_path),
     ]
     env = {**environment(root, scratch), LAYOUT_VARIABLE: str(layout)}

@@ -63,7 +63,7 @@ def top_changes(
 
 def profile_diff(baseline: dict | None, current: dict | None, part: str) -> list[str]:
     """Lines comparing the stored profiles of a case (``part``: "time" or "memory"); none for a
-    case that has no profile on either side (only cases timed by perfgate.timing have one)."""
+    case that has no profile on either side (only cases timed by measure.timing have one)."""
     if not baseline and not current:
         return []
     if not baseline:

@@ -1,4 +1,4 @@
-"""The script that ``perfgate.callgrind.measure`` runs inside valgrind: it builds each case at near
+"""The script that ``measure.callgrind.measure`` runs inside valgrind: it builds each case at near
 native speed with instrumentation off, switches it on for an uncounted warm-up repeat and the
 counted repeats (each dumped to its own file), switches it off and counts the exact counters."""
 
@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from perfgate.callgrind import LAYOUT_VARIABLE, CallgrindError, HostCase, annotate, counted
-from perfgate.callgrind_inject import crc32_cost, inject_fraction, injection
+from perfgate.measure.callgrind import LAYOUT_VARIABLE, CallgrindError, HostCase, annotate, counted
+from perfgate.measure.callgrind_inject import crc32_cost, inject_fraction, injection
 
 
 # --- the script inside valgrind ----------------------------------------------------------------
@@ -75,7 +75,7 @@ def measure_case(case: HostCase, repeats: int, dumps: _Dumps, inject: float, cos
     """Build, warm up and count one case (instrumentation must be off on entry and on exit)."""
     import torch
 
-    from perfgate.exact_counters import exact_counters
+    from perfgate.measure.exact_counters import exact_counters
 
     torch.manual_seed(0)
     torch._dynamo.utils.counters.clear()

@@ -1,0 +1,1 @@
+"""Measure: time, count and profile one benchmark case; nothing here judges."""
