@@ -24,8 +24,9 @@ class MXINT8Linear(nn.Module):
     - ``fused=None`` (the default): fused on CUDA, the lab's way on CPU (where the kernel only
       runs through Triton's slow interpreter). Measured on an H100 (docs/NOTES.md), the fused
       kernel beats dequantize-then-linear up to batch 128 (1.3-3.9x) and loses from 256, so
-      from 256 rows ``mxint8_linear`` times both on a shape's first call and keeps the faster:
-      the fused path is never the slower one.
+      from 256 rows (``DEQUANTIZE_ONCE_MIN_BATCH``) ``mxint8_linear`` dequantizes once and calls
+      cuBLAS, unless the committed config table holds the shape for this GPU: chosen by batch
+      size, never timed per process (tuning.py's ``choose_path``).
     Inputs must be floating point; gradients flow to the input on both paths.
     """
 
