@@ -77,18 +77,14 @@ def _word_products(words, e, x_words, SIX_STEPS: tl.constexpr):
 
 
 @triton.jit
-def _gemv_block(
-    i, k_start, state, w_ptrs, x_ptrs, scales_ptr, rows, groups_per_row,
+def _add_block(
+    state, words, e, x_words,
     GROUP_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     SIX_STEPS: tl.constexpr,
 ):  # fmt: skip
-    """K block ``i`` of ``accumulate_gemv``: (acc, lowest, highest) in, updated out."""
+    """One K block's (words, scales e, x words) into (acc, lowest, highest)."""
     WORDS: tl.constexpr = BLOCK_K // 4
     acc, lowest, highest = state
-    words = tl.load(w_ptrs + i * WORDS, eviction_policy="evict_first")  # read once
-    k0 = k_start + i * BLOCK_K
-    e = load_scales(scales_ptr, rows, k0, groups_per_row, BLOCK_K, GROUP_SIZE, True)
-    x_words = tl.load(x_ptrs + i * WORDS)[None, :]
     lowest = tl.minimum(lowest, e)
     highest = tl.maximum(highest, e)
     if SIX_STEPS:
@@ -102,6 +98,21 @@ def _gemv_block(
 
 
 @triton.jit
+def _gemv_block(
+    i, k_start, state, w_ptrs, x_ptrs, scales_ptr, rows, groups_per_row,
+    GROUP_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    SIX_STEPS: tl.constexpr,
+):  # fmt: skip
+    """K block ``i`` of ``accumulate_gemv``: (acc, lowest, highest) in, updated out."""
+    WORDS: tl.constexpr = BLOCK_K // 4
+    words = tl.load(w_ptrs + i * WORDS, eviction_policy="evict_first")  # read once
+    k0 = k_start + i * BLOCK_K
+    e = load_scales(scales_ptr, rows, k0, groups_per_row, BLOCK_K, GROUP_SIZE, True)
+    x_words = tl.load(x_ptrs + i * WORDS)[None, :]
+    return _add_block(state, words, e, x_words, GROUP_SIZE, BLOCK_N, BLOCK_K, SIX_STEPS)
+
+
+@triton.jit
 def _gemv_block_prefetched(
     i, k_start, K, state, ahead, w_ptrs, x_ptrs, scales_ptr, rows, groups_per_row,
     GROUP_SIZE: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
@@ -110,22 +121,13 @@ def _gemv_block_prefetched(
     """``_gemv_block`` on the block's (words, scales) ``ahead``, already loaded, loading the
     next block's (the last block of K again at its end, which L2 still holds)."""
     WORDS: tl.constexpr = BLOCK_K // 4
-    acc, lowest, highest = state
     words, e = ahead
     k_next = tl.minimum(k_start + (i + 1) * BLOCK_K, K - BLOCK_K)
     words_next = tl.load(w_ptrs + (k_next - k_start) // 4, eviction_policy="evict_first")
     e_next = load_scales(scales_ptr, rows, k_next, groups_per_row, BLOCK_K, GROUP_SIZE, True)
     x_words = tl.load(x_ptrs + i * WORDS)[None, :]
-    lowest = tl.minimum(lowest, e)
-    highest = tl.maximum(highest, e)
-    if SIX_STEPS:
-        full = expand_groups(e, BLOCK_N, WORDS, GROUP_SIZE // 4)
-        acc += _word_products(words, full, x_words, True)
-    else:
-        step = ((e - 6) << 23).to(tl.float32, bitcast=True)  # 2^(e - 133), e in 7..252
-        step = expand_groups(step, BLOCK_N, WORDS, GROUP_SIZE // 4)
-        acc += _word_products(words, e, x_words, False) * step
-    return (acc, lowest, highest), (words_next, e_next)
+    state = _add_block(state, words, e, x_words, GROUP_SIZE, BLOCK_N, BLOCK_K, SIX_STEPS)
+    return state, (words_next, e_next)
 
 
 @triton.jit
