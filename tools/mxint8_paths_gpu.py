@@ -40,6 +40,9 @@ from kernels.mxint8.linear_launch import launch
 from kernels.mxint8.tuning import path_candidates
 from perfgate.measure.timing import graph_seconds_per_call, l2_cache_bytes
 
+# Nsight Compute profiles one launch of a config in a fresh process of this tool's sibling
+CASE_TOOL = Path(__file__).with_name("mxint8_linear_gpu_check.py")
+
 SHAPES = [(4096, 4096), (14336, 4096)]  # (N, K) of the suite's Linear cases
 BATCHES = [1, 16, 512]
 GROUP = 32
@@ -128,8 +131,8 @@ def ncu_profile(config: LinearConfig, m: int, n: int, k: int, path: Path) -> str
         "MemoryWorkloadAnalysis",
     ]
     command = ["ncu", *[a for s in sections for a in ("--section", s)], "-k", "regex:mxint8_",
-               "--launch-skip", "3", "--launch-count", "1", sys.executable, __file__,
-               "--ncu-case", json.dumps([m, n, k, config.__dict__])]  # fmt: skip
+               "--launch-skip", "3", "--launch-count", "1", sys.executable, str(CASE_TOOL),
+               "--ncu-case", json.dumps([n, k, m, config.__dict__])]  # fmt: skip
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=150)
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -138,25 +141,12 @@ def ncu_profile(config: LinearConfig, m: int, n: int, k: int, path: Path) -> str
     return done.stdout[-6000:] + done.stderr[-1000:]
 
 
-def ncu_case(spec: str) -> None:
-    m, n, k, fields = json.loads(spec)
-    mantissa, scales = quantize(torch.randn(n, k, device="cuda") * 0.02, GROUP)
-    x = torch.randn(m, k, device="cuda").to(torch.bfloat16)
-    bias = torch.randn(n, device="cuda").to(torch.bfloat16)
-    for _ in range(5):  # ncu skips 3 launches
-        mxint8_linear(x, mantissa, scales, bias, GROUP, config=LinearConfig(**fields))
-    torch.cuda.synchronize()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default="mxint8_paths.json")
     parser.add_argument("--ncu-dir", help="write Nsight Compute reports here (needs ncu)")
     parser.add_argument("--passes", type=int, default=3, help="interleaved timing passes")
-    parser.add_argument("--ncu-case", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.ncu_case:
-        return ncu_case(args.ncu_case)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(0)
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__}
