@@ -1,6 +1,7 @@
 """What a RUN argument names on the command line: a path to a pytest-benchmark JSON file, or a
 run number (``3``, ``0003``) or a name fragment (``h100-full``) in one hardware folder of the
-baseline store. Runs are read through ``perfgate.store`` only."""
+baseline store. Runs are read through ``perfgate.store`` only; a baseline's set is
+``store.baseline``'s, the same choice as the pytest plugin's."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 
 from perfgate import store
 from perfgate.benchmark import Run
+from perfgate.store.baseline import key_folder
+from perfgate.store.baseline import set_of as baseline_set_of  # noqa: F401 (cli.compare)
 
 PYTEST_BENCHMARK_STORAGE = Path(".benchmarks")  # its default --benchmark-storage, <machine id>/
 
@@ -33,7 +36,7 @@ class Hardware:
             return self.storage
         if self._key is None:
             self._key = this_hardware_key()
-        return self.root / self._key
+        return key_folder(self.root, self._key)
 
     def resolve(self, argument: str) -> Run:
         """The run a RUN argument names; an existing path needs no hardware folder."""
@@ -59,16 +62,6 @@ class Hardware:
                 f"or a run number such as 0001), or {store.SAVE_HINT}"
             )
         return runs[-count:]
-
-
-def baseline_set_of(run: Run) -> list[Run]:
-    """``run``'s baseline set when it lies in a store's hardware folder, else just ``run``."""
-    folder = run.path.parent.parent if run.path else None
-    if folder is None or not store.RUN_FILE.match(run.path.name):
-        return [run]
-    runs = store.saved_runs(folder)
-    match = [r for r in runs if r.path.resolve() == run.path.resolve()]
-    return store.baseline_set(match[0], runs) if match else [run]
 
 
 def matches(names: Sequence[str], patterns: Sequence[str]) -> bool:

@@ -7,8 +7,7 @@ reads or writes run files:
 - every run is checked once, when loaded (``run_schema``), and named in one line when broken;
 - the newest run is the newest by its recorded datetime (aware: a naive one is UTC), across
   every subfolder of the key, symlinked ones included; a run dated in the future is no baseline;
-- a baseline set is the newest run and the runs saved just before it under the same name, in the
-  same environment (at most ``MAX_SET_RUNS``);
+- which run is the baseline, and its set, is chosen in ``store.baseline``;
 - saving is atomic and exclusive: a run is linked to the next free number from a file written
   before, so two saves never share a number and nothing is ever overwritten; claims and
   temporary files name their process (``owners``) and are removed once it is gone.
@@ -26,7 +25,6 @@ from perfgate.benchmark import Run, RunFormatError, run_from_json, with_bounded_
 from perfgate.store import owners
 from perfgate.store import schema as run_schema
 
-MAX_SET_RUNS = 5
 RUN_FILE = re.compile(r"^(\d{4,})_(.*)\.json$")
 SAVE_HINT = "record one with `pytest perf_tests --benchmark-save=NAME`"
 
@@ -139,35 +137,6 @@ def check_for_comparison_table(run: Run) -> None:
         run_schema.check_table_stats(run, entries)
     except RunFormatError as error:
         raise StoreError(str(error)) from error
-
-
-def newest(folder: Path) -> Run | None:
-    runs = saved_runs(folder)
-    return runs[-1] if runs else None
-
-
-def baseline_set(run: Run, runs: list[Run]) -> list[Run]:
-    """``run`` and the runs saved just before it (in ``runs``, oldest first) under the same name
-    and in the same environment, oldest first, at most MAX_SET_RUNS.
-
-    Saving a baseline several times in a row (``--benchmark-save=cpu-default`` three times) makes
-    a set, from which the gate learns how much the machine's sessions differ; another name, or
-    a run in another environment, ends the set.
-    """
-    at = (run_schema.recorded_at(run), _num(run))
-    earlier = [r for r in runs if (run_schema.recorded_at(r), number_of(r.path)) < at]
-    members = [run]
-    for candidate in reversed(earlier):
-        if len(members) == MAX_SET_RUNS or candidate.name != run.name:
-            break
-        if candidate.environment != run.environment:
-            break
-        members.insert(0, candidate)
-    return members
-
-
-def _num(run: Run) -> int:
-    return number_of(run.path) if run.path else 1 << 30
 
 
 def hardware_keys(root: Path) -> list[str]:
