@@ -21,7 +21,7 @@ import pytest
 from perfgate import store
 from perfgate.benchmark import Benchmark, Run
 from perfgate.measure.timing import measured_median, time_rounds
-from perfgate.store import baseline
+from perfgate.store import baseline, reading
 from perfgate.verdict import judge
 
 pytestmark = pytest.mark.perfgate(family="harness")
@@ -132,7 +132,7 @@ def test_choose_baseline(benchmark, bench_device, saved_runs, store_of):
     chosen = []
 
     def load_and_choose() -> None:
-        store._load.cache_clear()  # every round reads the files, as a new pytest session does
+        reading._load.cache_clear()  # every round reads the files, as a new pytest session does
         chosen[:] = baseline.choose(None, folder)[1]  # the newest run's set, as a session does
 
     benchmark.group = "harness: load the store and choose the baseline"

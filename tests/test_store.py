@@ -153,3 +153,17 @@ def test_a_stale_claim_left_by_a_crash_is_forgotten(tmp_path):
     os.utime(claim, (claim.stat().st_mtime - 120,) * 2)
     saved = store.save(key, "m", "after-crash", run_json("2026-11-22T00:00:00"))
     assert saved.name == "0001_after-crash.json"
+
+
+def test_a_sessions_results_file_is_read_and_checked_or_named(tmp_path):
+    results = tmp_path / "a-0.json"
+    store.write_json(results, run_json("2026-11-22T00:00:00"))
+    assert store.read_results(results).datetime == "2026-11-22T00:00:00"
+    with (tmp_path / "b-0.json").open("wb") as file:  # pytest-benchmark < 5.3 opens it itself
+        store.write_json(file, run_json("2026-11-23T00:00:00"))
+    assert store.read_results(tmp_path / "b-0.json").datetime == "2026-11-23T00:00:00"
+    results.write_text('{"benchmarks": [')
+    with pytest.raises(store.StoreError, match=r"a-0\.json: "):
+        store.read_results(results)
+    with pytest.raises(store.StoreError, match="cannot read"):
+        store.read_results(tmp_path / "missing.json")
