@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from perfgate import _pytest_benchmark, options, store
-from perfgate.benchmark import Run, with_bounded_data
+from perfgate.benchmark import Run
+from perfgate.fields import with_bounded_data
 from perfgate.store import baseline, saving
 from perfgate.store import schema as run_schema
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import copy
 
+from perfgate.fields import Field
+
 
 class MergeError(ValueError):
     """Parts that cannot be one run; the message says which parts and why."""
@@ -88,7 +90,7 @@ def _benchmarks(parts: dict[str, dict], labels: list[str], kind: str) -> list[di
             entry = copy.deepcopy(entry)
             entry.setdefault("extra_info", {})[kind] = label
             if gpu := _perfgate(parts[label]).get("gpu"):
-                entry["extra_info"]["gpu"] = gpu
+                entry["extra_info"][Field.GPU] = gpu
             benchmarks.append(entry)
     return benchmarks
 

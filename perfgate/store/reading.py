@@ -9,7 +9,8 @@ import os
 import re
 from pathlib import Path
 
-from perfgate.benchmark import Run, RunFormatError, run_from_json, with_bounded_data
+from perfgate.benchmark import Run, RunFormatError, run_from_json
+from perfgate.fields import with_bounded_data
 from perfgate.store import schema as run_schema
 
 RUN_FILE = re.compile(r"^(\d{4,})_(.*)\.json$")

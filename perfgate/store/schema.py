@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from perfgate.benchmark import Benchmark, Run, RunFormatError
+from perfgate.benchmark import Benchmark, Field, Run, RunFormatError
 
 # pytest-benchmark's comparison table reads these stats of a compared run (its default columns)
 TABLE_STATS = ("min", "max", "mean", "stddev", "median", "iqr", "ops", "rounds", "iterations")
@@ -59,7 +59,7 @@ def check(run: Run) -> None:
 
 
 def _check_benchmark(benchmark: Benchmark, where: str) -> None:
-    declared = benchmark.extra_info.get("perfgate")
+    declared = benchmark.extra_info.get(Field.DECLARATIONS)
     _object(declared, f"{where}.perfgate")
     declared = declared or {}
     if declared.get("family") is not None and not isinstance(declared["family"], str):
@@ -69,7 +69,7 @@ def _check_benchmark(benchmark: Benchmark, where: str) -> None:
     ratios = declared.get("ratios") or []
     if not isinstance(ratios, list) or not all(_ratio(r) for r in ratios):
         raise RunFormatError(f"{where}.perfgate.ratios must be a list of perfgate.Ratio objects")
-    reduced = benchmark.extra_info.get("reduced_clock_rounds")
+    reduced = benchmark.extra_info.get(Field.REDUCED_CLOCK_ROUNDS)
     if reduced is not None and not (_number(reduced, above=-1) and float(reduced).is_integer()):
         raise RunFormatError(f"{where}.reduced_clock_rounds must be a count of rounds")
 
