@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from perfgate.benchmark import Benchmark, Run
+from perfgate.fields import Field
 
 T = TypeVar("T")
 
@@ -25,7 +26,12 @@ class Case:
 
     @property
     def info(self) -> dict:
+        """Every field the case stored (``fields.Field``, ``fields.Fact``, the test's own)."""
         return self.benchmark.extra_info
+
+    def fact(self, name: str, default: object = None) -> object:
+        """One stored field, by its name in ``fields``; ``default`` when absent."""
+        return self.benchmark.fact(name, default)
 
     @property
     def params(self) -> dict:
@@ -38,7 +44,7 @@ class Case:
 
     @property
     def device(self) -> str:
-        return str(self.info.get("device") or self.params.get("bench_device") or "?")
+        return str(self.fact(Field.DEVICE) or self.params.get("bench_device") or "?")
 
     @property
     def where(self) -> str:
