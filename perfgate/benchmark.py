@@ -154,7 +154,7 @@ class Benchmark:
 
     @property
     def reduced_clock_rounds(self) -> int:
-        """Rounds read below nvml.REDUCED_CLOCK_FRACTION of the highest SM clock."""
+        """Rounds read below fields.REDUCED_CLOCK_FRACTION of the highest SM clock."""
         return int(self.number(Field.REDUCED_CLOCK_ROUNDS) or 0)
 
     @property

@@ -14,6 +14,9 @@ from __future__ import annotations
 # module imports nothing, so the measure stage names fields without loading numpy or scipy); the
 # stats pytest-benchmark computes (min, max, mean, ...) stay those of every round measured.
 KEPT_ROUNDS = 2000
+HOST_BOUND_FRACTION = 0.8  # Field.HOST_BOUND: host enqueue above this share of the device time
+REDUCED_CLOCK_FRACTION = 0.95  # Field.REDUCED_CLOCK_ROUNDS: a round below this share of the
+# case's highest SM clock (the verdict builds its messages from both)
 ROUNDS_KEPT = "rounds_kept"  # stats field: how many of stats.rounds are in stats.data, if fewer
 
 
@@ -29,7 +32,7 @@ class Field:
     HOST_BOUND = "host_bound"  # the host enqueue took most of the device time: host-limited
     EAGER_HOST_BOUND = "eager_host_bound"  # the same, for the case run eagerly (not in a graph)
     SM_CLOCK_MHZ = "sm_clock_mhz"  # the SM clock read after each round (NVML)
-    REDUCED_CLOCK_ROUNDS = "reduced_clock_rounds"  # rounds below nvml.REDUCED_CLOCK_FRACTION
+    REDUCED_CLOCK_ROUNDS = "reduced_clock_rounds"  # rounds below REDUCED_CLOCK_FRACTION
     GPU = "gpu"  # the GPU that timed the case under pytest-xdist: index, physical index, uuid
     WORKER, SHARD = "worker", "shard"  # the part of a merged run the case came from
     PROFILE = "profile"  # the compact per-kernel record of a profiled case

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import asdict, dataclass
 
-from perfgate.fields import Field
+from perfgate.fields import REDUCED_CLOCK_FRACTION, Field
 
 # NVML's "clock limit" id for the base (TDP) clock, which nvbench's --lgc base locks to.
 CLOCK_LIMIT_ID_TDP = 0xFFFFFF01
@@ -154,9 +154,6 @@ def forget() -> None:
     """Look for NVML again on the next ``device()`` (tests swap pynvml in and out)."""
     global _device, _tried
     _device, _tried = None, False
-
-
-REDUCED_CLOCK_FRACTION = 0.95  # a round read below 95 % of the case's highest SM clock
 
 
 class RoundClocks:

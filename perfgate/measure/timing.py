@@ -22,12 +22,10 @@ from dataclasses import dataclass
 import torch
 
 from perfgate import _pytest_benchmark
-from perfgate.fields import Clock, Field
+from perfgate.fields import HOST_BOUND_FRACTION, Clock, Field
 from perfgate.measure import launch_counts, nvml
 from perfgate.measure import profiler as profiling
 from perfgate.stats import median
-
-HOST_BOUND_FRACTION = 0.8  # host enqueue above this share of the device time: the host limits
 
 
 @dataclass(frozen=True)
