@@ -5,12 +5,11 @@ baseline store. Runs are read through ``perfgate.store`` only; a baseline's set 
 
 from __future__ import annotations
 
-import fnmatch
-from collections.abc import Sequence
 from pathlib import Path
 
 from perfgate import store
 from perfgate.benchmark import Run
+from perfgate.report.common import matches as matches  # re-exported (cli.compare)
 from perfgate.store.baseline import key_folder
 from perfgate.store.baseline import set_of as baseline_set_of  # noqa: F401 (cli.compare)
 
@@ -62,15 +61,6 @@ class Hardware:
                 f"or a run number such as 0001), or {store.SAVE_HINT}"
             )
         return runs[-count:]
-
-
-def matches(names: Sequence[str], patterns: Sequence[str]) -> bool:
-    """True when any pattern matches any name: a glob, else a substring (any case)."""
-    return any(
-        fnmatch.fnmatchcase(name, pattern) or pattern.lower() in name.lower()
-        for pattern in patterns
-        for name in names
-    )
 
 
 def default_baselines_root() -> Path:

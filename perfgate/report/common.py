@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import re
 import sys
@@ -146,3 +147,12 @@ class Figures:
             print(f"plotting {path}", file=self.progress)
         self.written.append(plot(path, *args, **kwargs))
         return [f"![{alt}]({name})", ""]
+
+
+def matches(names: Sequence[str], patterns: Sequence[str]) -> bool:
+    """True when any pattern matches any name: a glob, else a substring (any case)."""
+    return any(
+        fnmatch.fnmatchcase(name, pattern) or pattern.lower() in name.lower()
+        for pattern in patterns
+        for name in names
+    )
