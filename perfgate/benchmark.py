@@ -18,7 +18,7 @@ import numpy as np
 from perfgate.environment import describe_changes as describe_changes  # re-exported
 from perfgate.environment import environment
 from perfgate.environment import environment_changes as environment_changes  # re-exported
-from perfgate.fields import Clock, Field, kept
+from perfgate.fields import Clock, Field, RunField, StoredFields, kept
 from perfgate.stats import median
 
 UNVERSIONED = "unversioned"  # pytest-benchmark's commit_info.id of a run saved outside git
@@ -29,7 +29,7 @@ class RunFormatError(Exception):
 
 
 @dataclass(frozen=True)
-class Benchmark:
+class Benchmark(StoredFields):
     """One benchmark of one run. ``samples`` are per-round seconds per call (may be empty when
     the run was saved without per-round data); ``extra_info`` holds what the test recorded."""
 
@@ -80,21 +80,6 @@ class Benchmark:
     @property
     def family(self) -> str | None:
         return self.declarations.get("family")
-
-    def number(self, name: str) -> float | None:
-        """A numeric field (bools are not numbers); None when absent."""
-        value = self.extra_info.get(name)
-        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-    def record(self, name: str) -> dict | None:
-        """A field that holds an object (``Field.PROFILE``, ``LAUNCH_COUNTS``, ...); None when
-        absent."""
-        value = self.extra_info.get(name)
-        return value if isinstance(value, dict) else None
-
-    def fact(self, name: str, default: object = None) -> object:
-        """A fact the test recorded (``Fact``), as stored; ``default`` when absent."""
-        return self.extra_info.get(name, default)
 
     @property
     def clock(self) -> str | None:
@@ -214,14 +199,27 @@ class Run:
     @property
     def perfgate(self) -> dict:
         """What perfgate adds to machine_info: hardware key, software versions, GPU health."""
-        return self.machine_info.get("perfgate") or {}
+        return self.machine_info.get(RunField.PERFGATE) or {}
 
     @property
     def hardware_key(self) -> str:
-        key = self.perfgate.get("hardware_key")
+        key = self.recorded_key
         if key:
             return str(key)
         return self.path.parent.parent.name if self.path else "?"
+
+    @property
+    def recorded_key(self) -> str | None:
+        """The hardware key the run recorded; None for a run saved by pytest-benchmark alone."""
+        return self.perfgate.get(RunField.HARDWARE_KEY) or None
+
+    @property
+    def gpu_health(self) -> dict:
+        return self.perfgate.get(RunField.GPU_HEALTH) or {}
+
+    @property
+    def tier(self) -> str | None:
+        return self.perfgate.get(RunField.TIER)
 
     @property
     def label(self) -> str:
@@ -249,7 +247,7 @@ class Run:
 
     @property
     def untrusted_reasons(self) -> list[str]:
-        health = self.perfgate.get("gpu_health") or {}
+        health = self.gpu_health
         if health.get("trusted", True):
             return []
         return list(health.get("untrusted_reasons") or ["GPU health not trusted"])

@@ -3,18 +3,20 @@ versions, the GPU driver, the host allocator, locked clocks), and how two enviro
 
 from __future__ import annotations
 
+from perfgate.fields import RunField
+
 
 def environment(machine_info: dict) -> dict:
     """Software versions (python, torch, cuda, cudnn, triton), the GPU driver, the host
     allocator setting and locked GPU clocks of a run: what can change performance without
     changing hardware."""
-    perfgate = machine_info.get("perfgate") or {}
-    facts = dict(perfgate.get("software") or {})
-    if "host_malloc" in perfgate:
-        facts["host malloc"] = perfgate["host_malloc"]
-    if perfgate.get("clocks_locked"):  # only when locked: older runs did not record it
+    perfgate = machine_info.get(RunField.PERFGATE) or {}
+    facts = dict(perfgate.get(RunField.SOFTWARE) or {})
+    if RunField.HOST_MALLOC in perfgate:
+        facts["host malloc"] = perfgate[RunField.HOST_MALLOC]
+    if perfgate.get(RunField.CLOCKS_LOCKED):  # only when locked: older runs did not record it
         facts["GPU clocks"] = "locked at base"
-    driver = (perfgate.get("gpu_health") or {}).get("driver_version")
+    driver = (perfgate.get(RunField.GPU_HEALTH) or {}).get("driver_version")
     if driver:
         facts["driver"] = driver
     return facts

@@ -53,6 +53,20 @@ class Field:
     DEVICE = "device"  # the device the case ran on
 
 
+class RunField:
+    """Fields of a run's ``machine_info["perfgate"]`` (``RunField.PERFGATE``), by the plugin."""
+
+    PERFGATE = "perfgate"
+    HARDWARE_KEY = "hardware_key"  # the hardware folder the run belongs in
+    SOFTWARE = "software"  # python, torch, triton, cuda, cudnn versions
+    GPU_HEALTH = "gpu_health"  # available, trusted, untrusted_reasons, driver_version
+    CLOCKS_LOCKED = "clocks_locked"  # --perf-lock-clocks held the GPU at its base clock
+    HOST_MALLOC = "host_malloc"  # the host allocator setting of the suite
+    TIER = "tier"  # the suite's --perf-tier
+    SHARD = "shard"  # --perf-shard I/N: {"index": I, "count": N}
+    GPU = "gpu"  # a pytest-xdist worker's GPU (Field.GPU of each of its cases)
+
+
 class Clock:
     """Values of ``Field.CLOCK``."""
 
@@ -77,6 +91,27 @@ class Fact:
     QUANTIZABLE_SHARE = "quantizable_linear_share"  # of the weights, in quantizable Linears
     RELATIVE_ERROR = "relative_error_vs_fp32"
     MEAN_PER_CALL_S = "mean_per_call_s"
+
+
+class StoredFields:
+    """Typed reading of a benchmark's stored fields (``extra_info``), by their names above."""
+
+    extra_info: dict
+
+    def number(self, name: str) -> float | None:
+        """A numeric field (bools are not numbers); None when absent."""
+        value = self.extra_info.get(name)
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    def record(self, name: str) -> dict | None:
+        """A field that holds an object (``Field.PROFILE``, ``LAUNCH_COUNTS``, ...); None when
+        absent."""
+        value = self.extra_info.get(name)
+        return value if isinstance(value, dict) else None
+
+    def fact(self, name: str, default: object = None) -> object:
+        """A fact the test recorded (``Fact``), as stored; ``default`` when absent."""
+        return self.extra_info.get(name, default)
 
 
 def kept(data: list) -> list:

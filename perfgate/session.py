@@ -156,7 +156,7 @@ def _check(check, *arguments) -> None:
 def _check_hardware(config: pytest.Config, members: list[Run], key: str, gate: bool) -> None:
     """A baseline recorded on other hardware: the gate refuses it, a comparison warns."""
     for run in members:
-        recorded = run.perfgate.get("hardware_key")
+        recorded = run.recorded_key
         if recorded and recorded != key:
             line = (
                 f"baseline {run.path} was recorded on {recorded}, and this machine is {key}; "

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from perfgate.benchmark import Benchmark, Field, Run, RunFormatError
+from perfgate.fields import RunField
 
 # pytest-benchmark's comparison table reads these stats of a compared run (its default columns)
 TABLE_STATS = ("min", "max", "mean", "stddev", "median", "iqr", "ops", "rounds", "iterations")
@@ -49,9 +50,9 @@ def check(run: Run) -> None:
     where = str(run.path) if run.path else "this run"
     recorded_at(run)
     _object(run.machine_info.get("perfgate"), f"{where}: machine_info.perfgate")
-    for name in ("software", "gpu_health"):
+    for name in (RunField.SOFTWARE, RunField.GPU_HEALTH):
         _object(run.perfgate.get(name), f"{where}: machine_info.perfgate.{name}")
-    key = run.perfgate.get("hardware_key")
+    key = run.perfgate.get(RunField.HARDWARE_KEY)
     if key is not None and not isinstance(key, str):
         raise RunFormatError(f"{where}: machine_info.perfgate.hardware_key must be a string")
     for benchmark in run.benchmarks.values():
