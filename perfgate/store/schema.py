@@ -49,7 +49,7 @@ def check(run: Run) -> None:
     """RunFormatError naming the file and the field of the first badly typed field."""
     where = str(run.path) if run.path else "this run"
     recorded_at(run)
-    _object(run.machine_info.get("perfgate"), f"{where}: machine_info.perfgate")
+    _object(run.machine_info.get(RunField.PERFGATE), f"{where}: machine_info.perfgate")
     for name in (RunField.SOFTWARE, RunField.GPU_HEALTH):
         _object(run.perfgate.get(name), f"{where}: machine_info.perfgate.{name}")
     key = run.perfgate.get(RunField.HARDWARE_KEY)
