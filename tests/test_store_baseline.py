@@ -114,3 +114,16 @@ def test_the_plugin_and_the_cli_choose_the_same_run_and_set(folder, pytester, mo
         assert main(argv, out=out, err=err) == 0, err.getvalue()
         earlier = ", ".join(names(members[:-1]))
         assert (f"as a baseline set with {earlier} (" in out.getvalue()) == (len(members) > 1)
+
+
+def test_the_cli_never_takes_a_run_dated_in_the_future_as_the_newest(folder):
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["compare", "--baselines", str(folder.parent), "--hardware", KEY, "--json"]
+    assert main(argv, out=out, err=err) == 0, err.getvalue()
+    report, said = ["report", "--baselines", str(folder.parent), "--hardware", KEY], io.StringIO()
+    assert main(report, out=io.StringIO(), err=said) == 2  # the newest run: not a lab run
+    assert "0004_base.json has none of them" in said.getvalue()
+    text = io.StringIO()
+    assert main(argv[:-1], out=text, err=err) == 0
+    assert "0003_base.json" in text.getvalue() and "0004_base.json" in text.getvalue()
+    assert "0005" not in text.getvalue()

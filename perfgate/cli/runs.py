@@ -10,7 +10,7 @@ from pathlib import Path
 from perfgate import store
 from perfgate.benchmark import Run
 from perfgate.report.common import matches as matches  # re-exported (cli.compare)
-from perfgate.store.baseline import key_folder
+from perfgate.store.baseline import candidates, key_folder
 from perfgate.store.baseline import set_of as baseline_set_of  # noqa: F401 (cli.compare)
 
 PYTEST_BENCHMARK_STORAGE = Path(".benchmarks")  # its default --benchmark-storage, <machine id>/
@@ -54,7 +54,10 @@ class Hardware:
         return runs
 
     def newest(self, count: int) -> list[Run]:
-        runs = self.runs()
+        """The newest ``count`` runs that can be a baseline (none dated in the future, as the
+        gate chooses: ``store.baseline.candidates``), oldest first."""
+        self.runs()  # NoSuchRun, saying where, when the folder has no run at all
+        runs = candidates(self.folder)
         if len(runs) < count:
             raise store.NoSuchRun(
                 f"only {len(runs)} saved run in {self.folder}; name the runs to compare (a path, "

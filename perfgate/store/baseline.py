@@ -28,7 +28,7 @@ def choose(wanted: object, folder: Path, no_runs: str | None = None) -> tuple[Ru
 
     A run outside ``folder`` is a set of one; a run dated in the future is a StoreError.
     """
-    runs = [run for run in store.saved_runs(folder) if not schema.from_the_future(run)]
+    runs = candidates(folder)
     if not wanted or wanted is True:
         if not runs:
             raise store.NoSuchRun(no_runs or f"{store.no_runs_message(folder)}; {store.SAVE_HINT}")
@@ -39,13 +39,18 @@ def choose(wanted: object, folder: Path, no_runs: str | None = None) -> tuple[Ru
     return baseline, set_in(baseline, runs)
 
 
+def candidates(folder: Path) -> list[Run]:
+    """The runs of a hardware folder that can be a baseline, oldest first: every saved run but
+    those dated in the future."""
+    return [run for run in store.saved_runs(folder) if not schema.from_the_future(run)]
+
+
 def set_of(run: Run) -> list[Run]:
     """``run``'s baseline set when it lies in a hardware folder (``<key>/<machine id>/NNNN_*``),
     else just ``run``."""
     if run.path is None or not store.RUN_FILE.match(run.path.name):
         return [run]
-    runs = [r for r in store.saved_runs(run.path.parent.parent) if not schema.from_the_future(r)]
-    return set_in(run, runs)
+    return set_in(run, candidates(run.path.parent.parent))
 
 
 def set_in(run: Run, runs: list[Run]) -> list[Run]:
