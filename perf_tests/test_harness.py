@@ -21,6 +21,7 @@ import pytest
 from perfgate import store
 from perfgate.benchmark import Benchmark, Run
 from perfgate.measure.timing import measured_median, time_rounds
+from perfgate.store import baseline, reading
 from perfgate.verdict import judge
 
 pytestmark = pytest.mark.perfgate(family="harness")
@@ -131,13 +132,12 @@ def test_choose_baseline(benchmark, bench_device, saved_runs, store_of):
     chosen = []
 
     def load_and_choose() -> None:
-        store._load.cache_clear()  # every round reads the files, as a new pytest session does
-        runs = store.saved_runs(folder)
-        chosen[:] = store.baseline_set(runs[-1], runs)
+        reading._load.cache_clear()  # every round reads the files, as a new pytest session does
+        chosen[:] = baseline.choose(None, folder)[1]  # the newest run's set, as a session does
 
     benchmark.group = "harness: load the store and choose the baseline"
     time_rounds(benchmark, load_and_choose, bench_device, STORE_ROUNDS, calls=1)
-    assert len(chosen) == min(saved_runs, store.MAX_SET_RUNS)
+    assert len(chosen) == min(saved_runs, baseline.MAX_SET_RUNS)
     assert store.number_of(chosen[-1].path) == saved_runs
     benchmark.extra_info.update(saved_runs=saved_runs)
     record_cost(benchmark, load_and_choose, saved_runs, "saved_run")

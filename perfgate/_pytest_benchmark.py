@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.benchmark import Run, kept, run_from_json
+from perfgate.benchmark import Run, run_from_json
+from perfgate.fields import Field, kept
 
 DEFAULT_STORAGE = "file://./.benchmarks"  # pytest-benchmark's default --benchmark-storage
 
@@ -59,7 +60,7 @@ def mark_profiled(fixture) -> None:
 def timed_names(config: pytest.Config) -> set[str]:
     """The full names of the cases this session timed so far (not the counted ones)."""
     results = _session(config).benchmarks
-    return {r.fullname for r in results if r.extra_info.get("measure") != "instructions"}
+    return {r.fullname for r in results if r.extra_info.get(Field.MEASURE) != Field.INSTRUCTIONS}
 
 
 def add_extra_info(config: pytest.Config, fullname: str, key: str, value: object) -> None:

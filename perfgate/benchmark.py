@@ -1,7 +1,9 @@
 """The one model of a benchmark and of a run: what the gate, the CLI and the reports all read.
 
 Built from pytest-benchmark's JSON (a saved run, or the in-memory session turned into the same
-JSON), checked once here. Nothing else in perfgate reads a benchmark as a raw dict.
+JSON), checked once here. Nothing else in perfgate reads a benchmark as a raw dict: the fields
+perfgate stores are named in ``Field`` (``perfgate.fields``) and read through the typed accessors
+of ``Benchmark`` below.
 """
 
 from __future__ import annotations
@@ -13,15 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from perfgate.stats import BOOTSTRAP_POINTS, median
+from perfgate.environment import describe_changes as describe_changes  # re-exported
+from perfgate.environment import environment
+from perfgate.environment import environment_changes as environment_changes  # re-exported
+from perfgate.fields import Clock, Field, RunField, StoredFields, kept
+from perfgate.stats import median
 
-# Per-round data a run keeps per benchmark: at most this many rounds, evenly spaced in the order
-# they were measured (so the noise blocks of verdict.noise stay in order). The verdict's
-# bootstrap resamples no more than this many a side anyway; the stats pytest-benchmark computes
-# (min, max, mean, stddev, median, iqr, rounds, ...) stay those of every round measured.
-KEPT_ROUNDS = BOOTSTRAP_POINTS
 UNVERSIONED = "unversioned"  # pytest-benchmark's commit_info.id of a run saved outside git
-ROUNDS_KEPT = "rounds_kept"  # stats field: how many of stats.rounds are in stats.data, if fewer
 
 
 class RunFormatError(Exception):
@@ -29,7 +29,7 @@ class RunFormatError(Exception):
 
 
 @dataclass(frozen=True)
-class Benchmark:
+class Benchmark(StoredFields):
     """One benchmark of one run. ``samples`` are per-round seconds per call (may be empty when
     the run was saved without per-round data); ``extra_info`` holds what the test recorded."""
 
@@ -75,11 +75,77 @@ class Benchmark:
     @property
     def declarations(self) -> dict:
         """What the test declared for the gate (family, threshold, ratios), saved with it."""
-        return self.extra_info.get("perfgate") or {}
+        return self.record(Field.DECLARATIONS) or {}
 
     @property
     def family(self) -> str | None:
         return self.declarations.get("family")
+
+    @property
+    def clock(self) -> str | None:
+        """How the rounds were timed (a ``Clock`` value); None when not recorded."""
+        return self.extra_info.get(Field.CLOCK)
+
+    @property
+    def device_timed(self) -> bool:
+        """Timed as a kernel's GPU time (a CUDA graph over rotating buffers)."""
+        return self.clock == Clock.DEVICE
+
+    @property
+    def device_seconds(self) -> float | None:
+        """Device seconds per call (do_bench); None off CUDA."""
+        return self.number(Field.DEVICE_S)
+
+    @property
+    def host_bound(self) -> bool:
+        """The host's enqueue took most of the device time: the host limits the case."""
+        return bool(self.extra_info.get(Field.HOST_BOUND))
+
+    @property
+    def code_path(self) -> str | None:
+        return self.extra_info.get(Field.CODE_PATH)
+
+    @property
+    def counted(self) -> bool:
+        """A counted case (CPU instructions per call), not a timed one."""
+        return self.extra_info.get(Field.MEASURE) == Field.INSTRUCTIONS
+
+    @property
+    def instructions(self) -> float | None:
+        """CPU instructions per call; None for a timed case."""
+        return self.number(Field.INSTRUCTIONS)
+
+    @property
+    def counters(self) -> dict | None:
+        """Exact counts per call (Python calls, ATen operators, graphs); None when not counted."""
+        return self.record(Field.COUNTERS)
+
+    @property
+    def launch_counts(self) -> dict | None:
+        return self.record(Field.LAUNCH_COUNTS)
+
+    @property
+    def profile(self) -> dict | None:
+        """The compact per-kernel record of a profiled case; None when not profiled."""
+        return self.record(Field.PROFILE)
+
+    @property
+    def peak_bytes(self) -> int | None:
+        """Peak memory of a call, else of a forward pass (bytes); None when not measured."""
+        for name in (Field.PEAK_BYTES, Field.FORWARD_PEAK_BYTES):
+            if isinstance(value := self.number(name), int):
+                return value
+        return None
+
+    @property
+    def reduced_clock_rounds(self) -> int:
+        """Rounds read below fields.REDUCED_CLOCK_FRACTION of the highest SM clock."""
+        return int(self.number(Field.REDUCED_CLOCK_ROUNDS) or 0)
+
+    @property
+    def gpu(self) -> dict | None:
+        """The GPU that timed the case under pytest-xdist; None without workers."""
+        return self.record(Field.GPU)
 
 
 def benchmark_from_json(entry: object, where: str) -> Benchmark:
@@ -111,44 +177,9 @@ def benchmark_from_json(entry: object, where: str) -> Benchmark:
     return Benchmark(fullname, name, group, params, samples, extra, _float_or_none(stored), rounds)
 
 
-def kept(data: list) -> list:
-    """At most ``KEPT_ROUNDS`` of ``data``, evenly spaced in order, first and last included."""
-    if len(data) <= KEPT_ROUNDS:
-        return data
-    step = (len(data) - 1) / (KEPT_ROUNDS - 1)
-    return [data[round(i * step)] for i in range(KEPT_ROUNDS)]
-
-
-def with_rounds_kept(entry: dict) -> dict:
-    """A copy of one benchmark entry of a run's JSON whose ``stats.data`` holds only the kept
-    rounds, with ``stats.rounds_kept`` saying how many when that is fewer than ``stats.rounds``;
-    every other field (the exact statistics of every round) as it was."""
-    stats = entry.get("stats")
-    data = stats.get("data") if isinstance(stats, dict) else None
-    if not isinstance(data, list) or len(data) <= KEPT_ROUNDS:
-        return entry
-    return {**entry, "stats": {**stats, "data": kept(data), ROUNDS_KEPT: KEPT_ROUNDS}}
-
-
-def with_bounded_data(run_json: dict) -> dict:
-    """A copy of a run's JSON, each benchmark's per-round data bounded (``with_rounds_kept``)."""
-    benchmarks = run_json.get("benchmarks")
-    if not isinstance(benchmarks, list):
-        return run_json
-    return {**run_json, "benchmarks": [_bounded(entry) for entry in benchmarks]}
-
-
-def _bounded(entry: object) -> object:
-    return with_rounds_kept(entry) if isinstance(entry, dict) else entry
-
-
 def _positive_number(value: object) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value > 0
-    )
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return number and math.isfinite(value) and value > 0
 
 
 def _float_or_none(value: object) -> float | None:
@@ -168,14 +199,27 @@ class Run:
     @property
     def perfgate(self) -> dict:
         """What perfgate adds to machine_info: hardware key, software versions, GPU health."""
-        return self.machine_info.get("perfgate") or {}
+        return self.machine_info.get(RunField.PERFGATE) or {}
 
     @property
     def hardware_key(self) -> str:
-        key = self.perfgate.get("hardware_key")
+        key = self.recorded_key
         if key:
             return str(key)
         return self.path.parent.parent.name if self.path else "?"
+
+    @property
+    def recorded_key(self) -> str | None:
+        """The hardware key the run recorded; None for a run saved by pytest-benchmark alone."""
+        return self.perfgate.get(RunField.HARDWARE_KEY) or None
+
+    @property
+    def gpu_health(self) -> dict:
+        return self.perfgate.get(RunField.GPU_HEALTH) or {}
+
+    @property
+    def tier(self) -> str | None:
+        return self.perfgate.get(RunField.TIER)
 
     @property
     def label(self) -> str:
@@ -203,7 +247,7 @@ class Run:
 
     @property
     def untrusted_reasons(self) -> list[str]:
-        health = self.perfgate.get("gpu_health") or {}
+        health = self.gpu_health
         if health.get("trusted", True):
             return []
         return list(health.get("untrusted_reasons") or ["GPU health not trusted"])
@@ -225,34 +269,3 @@ def run_from_json(data: object, path: Path | None) -> Run:
     if not isinstance(machine_info, dict) or not isinstance(commit_info, dict):
         raise RunFormatError(f"{where}: machine_info and commit_info must be objects")
     return Run(path, str(data.get("datetime") or ""), machine_info, commit_info, benchmarks)
-
-
-def environment(machine_info: dict) -> dict:
-    """Software versions (python, torch, cuda, cudnn, triton), the GPU driver, the host
-    allocator setting and locked GPU clocks of a run: what can change performance without
-    changing hardware."""
-    perfgate = machine_info.get("perfgate") or {}
-    facts = dict(perfgate.get("software") or {})
-    if "host_malloc" in perfgate:
-        facts["host malloc"] = perfgate["host_malloc"]
-    if perfgate.get("clocks_locked"):  # only when locked: older runs did not record it
-        facts["GPU clocks"] = "locked at base"
-    driver = (perfgate.get("gpu_health") or {}).get("driver_version")
-    if driver:
-        facts["driver"] = driver
-    return facts
-
-
-def environment_changes(before: dict, after: dict) -> list[tuple[str, str, str]]:
-    """(key, before, after) for each environment entry that differs, sorted by key; none when
-    a run recorded no environment (saved by pytest-benchmark alone: unknown, not changed)."""
-    if not before or not after:
-        return []
-    keys = sorted(set(before) | set(after))
-    return [
-        (k, str(before.get(k)), str(after.get(k))) for k in keys if before.get(k) != after.get(k)
-    ]
-
-
-def describe_changes(changes: list[tuple[str, str, str]]) -> str:
-    return "; ".join(f"{key} {old} -> {new}" for key, old, new in changes)

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from perfgate import _pytest_benchmark, options
-from perfgate.baseline_session import GATE_NOT_RUN, BaselineChoice, Saver
 from perfgate.benchmark import Run, run_from_json
 from perfgate.declarations import declarations, test_name, uses_benchmark
 from perfgate.measure import launch_counts
 from perfgate.measure import profiler as profiling
 from perfgate.measure.instructions import is_instructions
 from perfgate.reruns import run_again, say
+from perfgate.session import GATE_NOT_RUN, BaselineChoice, Saver
 from perfgate.verdict import summary
 from perfgate.verdict.judge import GateResult, Verdict, failed, judge, rerun_names
 from perfgate.verdict.pairing import declarations_of

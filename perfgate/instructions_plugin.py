@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.baseline_session import GateCannotRun
 from perfgate.measure import callgrind, callgrind_inject
 from perfgate.measure import instructions as counters
+from perfgate.session import GateCannotRun
 
 INSTALL_HINT = "install it with `apt-get install valgrind` (Debian, Ubuntu)"
 

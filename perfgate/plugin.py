@@ -15,7 +15,7 @@ import pytest
 
 from perfgate import options
 
-GATE_NOT_RUN = 6  # exit status: the gate could not run (baseline_session.GATE_NOT_RUN)
+GATE_NOT_RUN = 6  # exit status: the gate could not run (session.GATE_NOT_RUN)
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -42,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 returncode=GATE_NOT_RUN,
             )
         return
-    from perfgate.baseline_session import GateCannotRun
+    from perfgate.session import GateCannotRun
 
     try:
         config.pluginmanager.register(Asked(config), "perfgate-asked")
@@ -72,7 +72,7 @@ class Asked:
     """The hooks of a session that asked for perfgate: store, compare, save, gate, profiles."""
 
     def __init__(self, config: pytest.Config):
-        from perfgate import baseline_session, gate, instructions_plugin, outputs, sharding, workers
+        from perfgate import gate, instructions_plugin, outputs, session, sharding, workers
         from perfgate.measure import launch_counts, nvml
         from perfgate.measure import profiler as profiling
         from perfgate.store import saving
@@ -102,12 +102,12 @@ class Asked:
         thresholds = gate.thresholds_from(config) if use_gate else None  # usage errors first
         instructions_plugin.configure(config)
         self.key = storage_key(config)
-        choice = baseline_session.choose(config, self.key, use_gate)
-        self.saver = baseline_session.Saver(config, choice, self.key)
+        choice = session.choose(config, self.key, use_gate)
+        self.saver = session.Saver(config, choice, self.key)
         sharding.configure(config, choice.key_folder)  # --perf-shard: before the gate's checks
         if use_gate:
-            session = gate_class(config, choice, self.saver, thresholds)
-            config.pluginmanager.register(session, "perfgate-gate")
+            gate_session = gate_class(config, choice, self.saver, thresholds)
+            config.pluginmanager.register(gate_session, "perfgate-gate")
 
     @pytest.hookimpl(trylast=True)  # pytest-benchmark's session exists by now
     def pytest_sessionstart(self, session: pytest.Session) -> None:

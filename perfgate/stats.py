@@ -69,27 +69,6 @@ def median(samples: Samples) -> float:
     return float(np.median(as_samples(samples)))
 
 
-@dataclass(frozen=True)
-class SampleSummary:
-    """Median and interquartile range (seconds) of ``n`` rounds."""
-
-    median: float
-    iqr: float
-    n: int
-
-    @property
-    def relative_iqr(self) -> float:
-        """IQR / median: a robust coefficient of variation (dimensionless)."""
-        return self.iqr / self.median
-
-
-def summarize(samples: Samples) -> SampleSummary:
-    """Median, IQR (seconds) and round count of per-round durations."""
-    array = as_samples(samples)
-    q1, q2, q3 = np.percentile(array, [25, 50, 75])
-    return SampleSummary(median=float(q2), iqr=float(q3 - q1), n=int(array.size))
-
-
 def _enough_rounds(baseline: np.ndarray, current: np.ndarray) -> bool:
     return min(baseline.size, current.size) >= MIN_ROUNDS
 

@@ -31,6 +31,7 @@ from perfgate.measure import gpu
 from perfgate.reruns import say
 from perfgate.store.merge import MergeError, merge_runs
 from perfgate.store.saving import SAVE_FAILED
+from perfgate.store.writing import write_json
 
 RUN, GATE, PROBLEM = "perfgate_run", "perfgate_gate", "perfgate_problem"  # workeroutput keys
 GROUPS = "perfgate_groups"  # workerinput: the folder where workers write their ratio groups
@@ -209,7 +210,7 @@ class Controller:
                 session.exitstatus = SAVE_FAILED
             return
         if target := self.config.option.benchmark_json:
-            _write_json(target, merged)
+            write_json(target, merged)
         name = self.config.option.benchmark_save or self.config.option.benchmark_autosave
         saver = self.config.pluginmanager.get_plugin("perfgate-asked").saver
         if name:
@@ -237,15 +238,6 @@ class Controller:
                               run_from_json(confirmation, None))  # fmt: skip
 
         return MergedGate
-
-
-def _write_json(target, run: dict) -> None:
-    text = json.dumps(run, ensure_ascii=True, indent=4)
-    if hasattr(target, "write"):  # pytest-benchmark before 5.3 opens the file itself
-        target.write(text.encode())
-        target.flush()
-    else:
-        Path(target).write_text(text, encoding="utf-8")
 
 
 def _autosave_name(run: dict) -> str:

@@ -9,16 +9,17 @@ import numpy as np
 import pytest
 
 from perfgate import store
-from perfgate.benchmark import (
+from perfgate.benchmark import Benchmark, Field, environment_changes, run_from_json
+from perfgate.fields import (
     KEPT_ROUNDS,
     ROUNDS_KEPT,
-    environment_changes,
+    Clock,
+    Fact,
     kept,
-    run_from_json,
     with_bounded_data,
     with_rounds_kept,
 )
-from perfgate.stats import compare_samples
+from perfgate.stats import BOOTSTRAP_POINTS, compare_samples
 from perfgate.verdict import Verdict
 from perfgate.verdict.judge import judge
 
@@ -98,3 +99,39 @@ def test_a_run_saved_by_pytest_benchmark_alone_shows_no_environment_change():
     assert environment_changes({"python": "3.11.7"}, {"python": "3.12.1"}) == [
         ("python", "3.11.7", "3.12.1")
     ]
+
+
+def test_kept_rounds_are_the_rounds_the_bootstrap_resamples():
+    assert KEPT_ROUNDS == BOOTSTRAP_POINTS  # a kept run loses nothing the verdict would use
+
+
+def benchmark_with(**extra) -> Benchmark:
+    return Benchmark("t.py::test_a[x]", "test_a[x]", samples=(1e-3, 2e-3), extra_info=extra)
+
+
+def test_the_accessors_read_the_fields_the_measure_stage_writes():
+    profile = {"rows": [["kernel", 1.0]]}
+    case = benchmark_with(**{
+        Field.CLOCK: Clock.DEVICE, Field.DEVICE_S: 1.5e-3, Field.HOST_BOUND: True,
+        Field.CODE_PATH: "fused", Field.PROFILE: profile, Field.PEAK_BYTES: 4096,
+        Field.LAUNCH_COUNTS: {"kernel_launches": 2}, Field.REDUCED_CLOCK_ROUNDS: 3,
+        Field.GPU: {"index": 1}, Field.DECLARATIONS: {"family": "sdpa"}, Fact.BATCH: 32,
+    })  # fmt: skip
+    assert case.device_timed and case.device_seconds == 1.5e-3 and case.host_bound
+    assert (case.code_path, case.profile, case.peak_bytes) == ("fused", profile, 4096)
+    assert case.launch_counts == {"kernel_launches": 2} and case.reduced_clock_rounds == 3
+    assert (case.gpu, case.family, case.fact(Fact.BATCH)) == ({"index": 1}, "sdpa", 32)
+    assert not case.counted and case.instructions is None and case.counters is None
+
+
+def test_the_accessors_of_a_counted_case_and_of_absent_or_mistyped_fields():
+    counted = benchmark_with(**{Field.MEASURE: "instructions", Field.INSTRUCTIONS: 1200,
+                                Field.COUNTERS: {"python_calls": 3}})  # fmt: skip
+    assert counted.counted and counted.instructions == 1200
+    assert counted.counters == {"python_calls": 3}
+    bare = benchmark_with(**{Field.HOST_BOUND: 0, Field.PROFILE: "table.txt",
+                             Field.FORWARD_PEAK_BYTES: 512, Field.DEVICE_S: True})  # fmt: skip
+    assert not bare.host_bound and bare.profile is None  # a profile file's name, not a record
+    assert bare.peak_bytes == 512 and bare.device_seconds is None  # a bool is not a number
+    assert (bare.clock, bare.reduced_clock_rounds, bare.gpu, bare.fact(Fact.MODE, "?")) == (
+        None, 0, None, "?")  # fmt: skip

@@ -11,11 +11,11 @@ import subprocess
 import pytest
 import torch
 
-from perfgate.baseline_session import GATE_NOT_RUN
 from perfgate.benchmark import run_from_json
 from perfgate.measure import callgrind, callgrind_inject
 from perfgate.measure import instructions as counters
 from perfgate.measure.exact_counters import aten_operators, per_call, python_calls
+from perfgate.session import GATE_NOT_RUN
 from perfgate.verdict.judge import Verdict, judge
 
 

@@ -12,7 +12,7 @@ import pytest
 from triage_data import FLAT, KEY, STEPPED, write_history
 
 from perfgate.cli import main
-from perfgate.cli.dashboard import page_path
+from perfgate.report.dashboard import page_path
 
 pytest.importorskip(
     "plotly", reason="the dashboard needs plotly: pip install 'perfgate[dashboard]'"
@@ -103,7 +103,7 @@ def test_a_gate_summary_that_cannot_be_read_is_one_line(history, tmp_path):
 
 
 def test_the_sparkline_spans_the_smallest_to_the_largest_value():
-    from perfgate.cli.dashboard import sparkline
+    from perfgate.report.dashboard import sparkline
 
     assert sparkline([1, 1, 2]) == "▁▁█" and sparkline([3, 3]) == "▁▁"
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.cli import bisect, dashboard, main
+from perfgate.cli import bisect, main
+from perfgate.report import dashboard
 
 ROOT = Path(__file__).resolve().parents[1]
 # a benchmark that says it started, then runs until it is killed

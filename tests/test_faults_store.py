@@ -13,8 +13,9 @@ from test_faults import assert_one_line, bench_project  # noqa: F401 (a fixture)
 from test_plugin import run, saved_runs
 
 from perfgate import store
-from perfgate.baseline_session import GATE_NOT_RUN
 from perfgate.cli import main
+from perfgate.session import GATE_NOT_RUN
+from perfgate.store import baseline
 
 KEY = "AMD-EPYC-2cores"
 
@@ -80,7 +81,7 @@ def test_datetimes_with_utc_offsets_are_compared_as_moments(tmp_path):
     write(key / "m" / "0003_naive.json", run_json("2026-11-20T04:00:00"))  # naive: UTC
     assert [r.path.name for r in store.saved_runs(key)] == [
         "0003_naive.json", "0001_east.json", "0002_utc.json"]  # fmt: skip
-    assert store.newest(key).path == later
+    assert baseline.choose(None, key)[0].path == later
 
 
 def test_a_symlinked_machine_folder_is_read_and_saved_into(tmp_path):

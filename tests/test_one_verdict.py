@@ -15,11 +15,11 @@ import pytest
 from synthetic_runs import FLASH, NAIVE, attention, entry, rounds, rounds_at, run_json
 
 from perfgate import store
-from perfgate.baseline_session import _baseline_and_set, _require_samples
 from perfgate.benchmark import run_from_json
 from perfgate.cli import main
-from perfgate.cli.runs import baseline_set_of
 from perfgate.gate import thresholds_from
+from perfgate.session import require_samples
+from perfgate.store import baseline as baseline_choice
 from perfgate.verdict import Verdict, judge, parse_thresholds, summary
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,15 +38,16 @@ def by_compare(root: Path, key: str, a: str, b: str, cli_thresholds: list[str]) 
 def by_judge(root: Path, key: str, a: str, b: str, specs: list[str]) -> list[dict]:
     folder = root / key
     baseline, current = store.load(store.resolve(a, folder)), store.load(store.resolve(b, folder))
-    return summary.as_json(judge(baseline_set_of(baseline), current, parse_thresholds(specs)))
+    members = baseline_choice.set_of(baseline)
+    return summary.as_json(judge(members, current, parse_thresholds(specs)))
 
 
 def by_gate(root: Path, key: str, a: str, b: str, specs: list[str]) -> list[dict]:
     """What GateSession.gate decides with ``--benchmark-compare=a --perf-gate-threshold=...``
     when this session's benchmarks are those of run ``b`` (held in memory, as the gate has them)."""
     folder = root / key
-    baseline, members = _baseline_and_set(a, folder)
-    _require_samples(members)
+    _, members = baseline_choice.choose(a, folder)
+    require_samples(members)
     config = SimpleNamespace(getoption=lambda name: specs)  # only --perf-gate-threshold is read
     text = store.resolve(b, folder).read_text(encoding="utf-8")
     current = run_from_json(json.loads(text), None)

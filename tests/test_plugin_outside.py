@@ -162,7 +162,7 @@ def test_many(benchmark):
 
 
 def test_a_200000_round_run_is_saved_with_bounded_rounds_and_exact_stats(project, monkeypatch):
-    from perfgate.benchmark import KEPT_ROUNDS, ROUNDS_KEPT
+    from perfgate.fields import KEPT_ROUNDS, ROUNDS_KEPT
 
     monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.000001")
     project.makepyfile(test_many=MANY_ROUNDS)

@@ -15,7 +15,6 @@ from perfgate.stats import (
     mann_whitney_slower,
     median,
     smallest_p_value,
-    summarize,
 )
 
 
@@ -29,12 +28,9 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(1234)
 
 
-def test_median_and_summary():
+def test_median():
     assert median([3e-3, 1e-3, 2e-3]) == 2e-3
     assert median([1e-3, 2e-3, 3e-3, 4e-3]) == pytest.approx(2.5e-3)
-    summary = summarize([1.0, 2.0, 3.0, 4.0, 5.0])
-    assert (summary.median, summary.iqr, summary.n) == (3.0, 2.0, 5)
-    assert summary.relative_iqr == pytest.approx(2.0 / 3.0)
 
 
 BAD_SAMPLES = {

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from perfgate import store
+from perfgate.store import baseline
 
 KEY = "AMD-EPYC-2cores"
 
@@ -41,7 +42,7 @@ def test_newest_is_by_recorded_datetime_across_subfolders(tmp_path):
     newer = write(
         key / "Linux-CPython-3.12-64bit", "0001_new.json", run_json("2026-11-22T00:00:00")
     )
-    assert store.newest(key).path == newer
+    assert baseline.choose(None, key)[0].path == newer
 
 
 @pytest.mark.parametrize(
@@ -85,18 +86,18 @@ def test_baseline_set_is_the_same_name_in_a_row_in_one_environment(tmp_path):
     write(folder, "0004_cpu.json", run_json("2026-11-20T04:00:00"))
     write(folder, "0005_cpu.json", run_json("2026-11-20T05:00:00"))
     runs = store.saved_runs(key)
-    members = store.baseline_set(runs[-1], runs)
+    members = baseline.members(runs[-1], runs)
     assert [r.path.name for r in members] == ["0004_cpu.json", "0005_cpu.json"]
-    older = store.baseline_set(runs[2], runs)  # another torch: a set of its own
+    older = baseline.members(runs[2], runs)  # another torch: a set of its own
     assert [r.path.name for r in older] == ["0003_cpu.json"]
 
 
 def test_a_set_holds_at_most_the_newest_runs(tmp_path):
     key = tmp_path / KEY
-    for i in range(1, store.MAX_SET_RUNS + 3):
+    for i in range(1, baseline.MAX_SET_RUNS + 3):
         write(key / "m", f"{i:04d}_cpu.json", run_json(f"2026-11-20T{i:02d}:00:00"))
     runs = store.saved_runs(key)
-    assert store.baseline_set(runs[-1], runs) == runs[-store.MAX_SET_RUNS :]
+    assert baseline.members(runs[-1], runs) == runs[-baseline.MAX_SET_RUNS :]
 
 
 def test_resolve_by_number_name_or_path_and_says_what_exists(tmp_path):
@@ -152,3 +153,17 @@ def test_a_stale_claim_left_by_a_crash_is_forgotten(tmp_path):
     os.utime(claim, (claim.stat().st_mtime - 120,) * 2)
     saved = store.save(key, "m", "after-crash", run_json("2026-11-22T00:00:00"))
     assert saved.name == "0001_after-crash.json"
+
+
+def test_a_sessions_results_file_is_read_and_checked_or_named(tmp_path):
+    results = tmp_path / "a-0.json"
+    store.write_json(results, run_json("2026-11-22T00:00:00"))
+    assert store.read_results(results).datetime == "2026-11-22T00:00:00"
+    with (tmp_path / "b-0.json").open("wb") as file:  # pytest-benchmark < 5.3 opens it itself
+        store.write_json(file, run_json("2026-11-23T00:00:00"))
+    assert store.read_results(tmp_path / "b-0.json").datetime == "2026-11-23T00:00:00"
+    results.write_text('{"benchmarks": [')
+    with pytest.raises(store.StoreError, match=r"a-0\.json: "):
+        store.read_results(results)
+    with pytest.raises(store.StoreError, match="cannot read"):
+        store.read_results(tmp_path / "missing.json")

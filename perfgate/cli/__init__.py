@@ -184,7 +184,7 @@ def _compare(args, hardware: Hardware, out, err) -> int:
 
 
 def _history(args, hardware: Hardware, out, err) -> int:
-    from perfgate.cli.history import history_text, matching_benchmarks
+    from perfgate.report.history import history_text, matching_benchmarks
 
     print(f"reading runs from {hardware.folder}...", file=err, flush=True)
     runs = hardware.runs()

@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfgate.benchmark import Run, RunFormatError, run_from_json
-from perfgate.store import StoreError
+from perfgate.benchmark import Run
+from perfgate.store import StoreError, read_results
 from perfgate.verdict import paired, summary
 from perfgate.verdict.outcome import GateResult, Verdict
 from perfgate.verdict.rules import Thresholds, parse_thresholds
@@ -123,8 +123,8 @@ def run_block(tree: Path, label: str, index: int, options: AbOptions, folder: Pa
         raise AbError(f"block {index + 1} of tree {label} ({tree}): pytest exited {status}; its "
                       f"output is in {kept}")  # fmt: skip
     try:
-        return run_from_json(json.loads(report.read_text(encoding="utf-8")), report)
-    except (ValueError, RunFormatError) as error:
+        return read_results(report)
+    except StoreError as error:
         raise AbError(f"block {index + 1} of tree {label}: unreadable results: {error}") from None
 
 

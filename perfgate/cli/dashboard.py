@@ -1,11 +1,9 @@
 """``perfgate dashboard``: a static HTML site of every benchmark's history, viewable from disk.
 
-The site is ``index.html`` (every benchmark, grouped by hardware and experiment, with its latest
-change and its newest step), one page per benchmark under ``<hardware key>/``, and one shared
-``plotly.min.js``. It is built from every hardware folder under the baseline root plus any run
-files given (e.g. the night's ``--benchmark-json``), which join their hardware's history.
-Steps that those run files revealed are printed as markdown on stdout (and appended to
-``--summary FILE``), for a CI job summary.
+The site (``perfgate.report.dashboard``) is built from every hardware folder under the baseline
+root plus any run files given (e.g. the night's ``--benchmark-json``), which join their
+hardware's history. Steps that those run files revealed are printed as markdown on stdout (and
+appended to ``--summary FILE``), for a CI job summary.
 
 Exit status: 0 written, 2 a run that cannot be read, no runs at all, plotly missing, or an
 output folder holding files that are not a dashboard.
@@ -14,183 +12,18 @@ output folder holding files that are not a dashboard.
 from __future__ import annotations
 
 import argparse
-import html
 import json
-import os
-import shutil
-import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 
-from perfgate.cli.history_runs import benchmark_names, runs_by_hardware
+from perfgate.cli.history_runs import runs_by_hardware
 from perfgate.cli.runs import default_store_root
-from perfgate.report.common import file_stem, slug
-from perfgate.report.dashboard_page import benchmark_page, page, step_cell, table
-from perfgate.report.tables import MISSING, fmt_time
+from perfgate.report.dashboard import (
+    DashboardError,
+    build,
+    regressions_markdown,
+    summary_markdown,
+)
 from perfgate.store import StoreError as RunError
-from perfgate.store import schema as run_schema
-from perfgate.verdict import steps as changepoints
-
-MARKER = ".perfgate-dashboard"  # written into the folder: it may be rebuilt in place
-
-
-class DashboardError(Exception):
-    """The dashboard cannot be built; the message says what to do."""
-
-
-def experiment(fullname: str) -> str:
-    """'sdpa' for 'perf_tests/test_sdpa.py::test_attention[...]'."""
-    module = fullname.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
-    return module.removeprefix("test_") or "other"
-
-
-def page_path(hardware: str, fullname: str) -> str:
-    """The page of a benchmark, relative to the site's root."""
-    return f"{slug(hardware)}/{file_stem(fullname)}.html"
-
-
-def _prepare(out: Path) -> Path:
-    """A new staging folder beside ``out``, where the site is built before it replaces ``out``
-    (an interrupted build leaves no half-built site)."""
-    if out.exists() and any(out.iterdir()) and not (out / MARKER).exists():
-        raise DashboardError(
-            f"{out} holds files that are not a perfgate dashboard; pass --out with a new or "
-            "empty folder (nothing there is overwritten)"
-        )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
-    (staging / MARKER).write_text("built by perfgate dashboard; safe to delete and rebuild\n")
-    return staging
-
-
-def _replace(out: Path, staging: Path) -> None:
-    """Put the built site in place of ``out`` (two renames: never a site without index.html)."""
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        out.rename(old)
-        staging.rename(out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        staging.rename(out)
-
-
-def _plotly_js() -> str:
-    try:
-        from plotly.offline import get_plotlyjs
-    except ImportError as error:
-        raise DashboardError(
-            "the dashboard needs plotly, which is not installed: pip install 'perfgate[dashboard]'"
-        ) from error
-    return get_plotlyjs()
-
-
-def _index_row(hardware: str, runs: Sequence, fullname: str, steps) -> list[str]:
-    measured = changepoints.measured(runs, fullname)
-    newest = measured[-1].benchmarks[fullname]
-    change = MISSING
-    if len(measured) > 1:
-        change = f"{(newest.median / measured[-2].benchmarks[fullname].median - 1) * 100:+.1f} %"
-    link = f"<a href='{page_path(hardware, fullname)}'>{html.escape(newest.name)}</a>"
-    return [
-        link,
-        html.escape(newest.group_label),
-        str(len(measured)),
-        fmt_time(newest.median),
-        change,
-        step_cell(steps[-1] if steps else None),
-    ]
-
-
-def _index(sections: list[tuple[str, str, list[list[str]]]], open_steps: list[str]) -> str:
-    headers = ["benchmark", "group", "runs", "newest median", "vs previous run", "newest step"]
-    body = ["<h1>perfgate: benchmark history</h1>"]
-    if open_steps:
-        body += ["<h2>Open slowdowns (newest step of a series is slower)</h2>"]
-        body += ["<ul>" + "".join(f"<li>{s}</li>" for s in open_steps) + "</ul>"]
-    hardware_seen = None
-    for hardware, family, rows in sections:
-        if hardware != hardware_seen:
-            body.append(f"<h2>{html.escape(hardware)}</h2>")
-            hardware_seen = hardware
-        body += [f"<h3>{html.escape(family)}</h3>", table(headers, rows)]
-    return page("perfgate dashboard", "\n".join(body))
-
-
-def _write_pages(out: Path, hardware: str, runs: Sequence, open_steps: list[str]) -> dict:
-    """One page per benchmark of a hardware; returns the index rows by experiment and adds
-    each series whose newest step is a slowdown to ``open_steps``."""
-    families: dict[str, list[list[str]]] = {}
-    for fullname in benchmark_names(runs):
-        steps = changepoints.steps(runs, fullname)
-        target = out / page_path(hardware, fullname)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        measured = changepoints.measured(runs, fullname)
-        target.write_text(benchmark_page(measured, fullname, hardware, steps), "utf-8")
-        row = _index_row(hardware, runs, fullname, steps)
-        families.setdefault(experiment(fullname), []).append(row)
-        if steps and steps[-1].after > steps[-1].before:
-            link = f"<a href='{page_path(hardware, fullname)}'>{html.escape(fullname)}</a>"
-            open_steps.append(f"{link}: {step_cell(steps[-1])}")
-    return families
-
-
-def build(root: Path, extra: Sequence[Path], out: Path, err=None) -> tuple[Path, list, dict]:
-    """Write the site into ``out``; returns (index path, steps the ``extra`` runs revealed,
-    the runs by hardware)."""
-    grouped = runs_by_hardware(root, extra)
-    if not grouped:
-        raise DashboardError(
-            f"no saved runs under {root} and no run files given; pass --baselines DIR or RUN.json"
-        )
-    staging = _prepare(out)
-    try:
-        revealed = _write_site(staging, grouped, extra, err)
-        _replace(out, staging)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    index = out / "index.html"
-    return index, revealed, grouped
-
-
-def _write_site(out: Path, grouped: dict, extra: Sequence[Path], err) -> list:
-    """Every page, the index and plotly into ``out``; returns the steps ``extra`` revealed."""
-    (out / "plotly.min.js").write_text(_plotly_js(), encoding="utf-8")
-    given = {Path(p).resolve() for p in extra}
-    new = [run for runs in grouped.values() for run in runs if run.path.resolve() in given]
-    since = min(new, key=run_schema.recorded_at).datetime if new else ""
-    sections, open_steps, revealed = [], [], []
-    for hardware, runs in grouped.items():
-        if err is not None:
-            print(f"{hardware}: {len(runs)} runs", file=err, flush=True)
-        families = _write_pages(out, hardware, runs, open_steps)
-        sections += [(hardware, family, rows) for family, rows in families.items()]
-        if since:
-            revealed += [(hardware, s) for s in changepoints.new_steps(runs, since)]
-    (out / "index.html").write_text(_index(sections, open_steps), encoding="utf-8")
-    return revealed
-
-
-def summary_markdown(revealed: list, site: str) -> str:
-    """Markdown lines for a job summary: the steps the new runs revealed, linked to their pages."""
-    if not revealed:
-        return "No new step in the benchmark history.\n"
-    lines = ["New steps in the benchmark history (tested across runs, not against one baseline):"]
-    for hardware, step in revealed:
-        link = f"{site.rstrip('/')}/{page_path(hardware, step.fullname)}"
-        lines.append(f"- [{step.fullname}]({link}) on {hardware}: {step.describe()}")
-    return "\n".join(lines) + "\n"
-
-
-SPARK = "▁▂▃▄▅▆▇█"
-TREND_RUNS = 20  # runs shown in a job summary's trend line
-
-
-def sparkline(values: Sequence[float]) -> str:
-    """'▁▁▂▁█': each value as a bar between the smallest and the largest."""
-    low, high = min(values), max(values)
-    if high == low:
-        return SPARK[0] * len(values)
-    return "".join(SPARK[round((v - low) / (high - low) * (len(SPARK) - 1))] for v in values)
 
 
 def read_gate_regressions(path: Path) -> list[dict]:
@@ -203,33 +36,6 @@ def read_gate_regressions(path: Path) -> list[dict]:
             f"{path} is not a perfgate gate summary ({error}); pass the gate.json that "
             "--perf-gate wrote beside gate.md"
         ) from None
-
-
-def regressions_markdown(regressions: list[dict], grouped: dict, site: str) -> str:
-    """For each confirmed regression: a link to its page and a trend line of its medians over
-    the newest TREND_RUNS runs of its hardware (the night's run last)."""
-    if not regressions:
-        return ""
-    lines = ["Confirmed regressions, with their history (newest run last):", ""]
-    for row in regressions:
-        name = row["name"]
-        homes = [
-            (hw, runs) for hw, runs in grouped.items() if any(name in r.benchmarks for r in runs)
-        ]
-        if not homes:
-            lines.append(f"- `{name}`: {row['message']} (no history: not in any run given)")
-            continue
-        hardware, runs = homes[0]
-        medians = [run.benchmarks[name].median for run in changepoints.measured(runs, name)]
-        shown = medians[-TREND_RUNS:]
-        link = f"{site.rstrip('/')}/{page_path(hardware, name)}"
-        change = row.get("change_percent")
-        change_text = f"{change:+.1f} %" if isinstance(change, int | float) else "see the gate"
-        lines.append(
-            f"- [{name}]({link}) on {hardware}, {change_text}: `{sparkline(shown)}` "
-            f"{fmt_time(min(shown))} .. {fmt_time(max(shown))} over {len(shown)} runs"
-        )
-    return "\n".join(lines) + "\n\n"
 
 
 def add_dashboard_parser(commands, formatter) -> None:
@@ -279,7 +85,13 @@ def run_dashboard(args: argparse.Namespace, out, err) -> int:
     root = Path(args.baselines) if args.baselines else default_store_root()
     try:
         regressions = read_gate_regressions(args.gate) if args.gate else []
-        index, revealed, grouped = build(root, args.runs, args.out, err)
+        grouped = runs_by_hardware(root, args.runs)
+        if not grouped:
+            raise DashboardError(
+                f"no saved runs under {root} and no run files given; pass --baselines DIR or "
+                "RUN.json"
+            )
+        index, revealed = build(grouped, args.runs, args.out, err)
     except (DashboardError, RunError) as error:
         print(f"perfgate dashboard: error: {error}", file=err)
         return 2

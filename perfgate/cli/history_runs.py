@@ -1,9 +1,9 @@
-"""Saved runs for the triage tools (dashboard, change points), one list per hardware key,
+"""Saved runs for the triage tools (dashboard, bisect, change points), one list per hardware key,
 read through ``perfgate.store`` as ``perfgate.benchmark.Run`` objects."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 from perfgate import store
@@ -42,23 +42,3 @@ def runs_by_hardware(root: Path, extra: Iterable[Path] = ()) -> dict[str, list]:
 
 def _when(run):
     return run_schema.recorded_at(run)
-
-
-def run_label(run) -> str:
-    """'0003 11-22 06:44' for a saved run, else the file stem and date."""
-    stem = Path(run.path).stem
-    short = stem[:4] if stem[:4].isdigit() else stem[:16]
-    return f"{short} {run.datetime[5:16].replace('T', ' ')}".strip()
-
-
-def short_commit(run) -> str:
-    return (run.commit or "?")[:8]
-
-
-def benchmark_names(runs: Sequence) -> list[str]:
-    """Fullnames measured in any run, in first-seen order."""
-    seen: dict[str, None] = {}
-    for run in runs:
-        for fullname in run.benchmarks:
-            seen.setdefault(fullname)
-    return list(seen)

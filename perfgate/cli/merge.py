@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 
 from perfgate import store
+from perfgate.fields import RunField
 from perfgate.store.merge import MergeError, merge_shards
 
 MERGE_REFUSED = 3
@@ -58,7 +59,7 @@ def run_merge(args: argparse.Namespace, out, err) -> int:
         print(f"wrote {store.write_new(args.out, merged)} ({cases} cases)", file=out)
     if args.save:
         root = Path(args.baselines) if args.baselines else Path("baselines")
-        key = merged["machine_info"]["perfgate"].get("hardware_key") or "unknown"
+        key = merged["machine_info"][RunField.PERFGATE].get(RunField.HARDWARE_KEY) or "unknown"
         try:
             saved = store.save(root / key, machine_id(merged["machine_info"]), args.save, merged)
         except OSError as error:

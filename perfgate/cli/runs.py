@@ -1,15 +1,17 @@
 """What a RUN argument names on the command line: a path to a pytest-benchmark JSON file, or a
 run number (``3``, ``0003``) or a name fragment (``h100-full``) in one hardware folder of the
-baseline store. Runs are read through ``perfgate.store`` only."""
+baseline store. Runs are read through ``perfgate.store`` only; a baseline's set is
+``store.baseline``'s, the same choice as the pytest plugin's."""
 
 from __future__ import annotations
 
-import fnmatch
-from collections.abc import Sequence
 from pathlib import Path
 
 from perfgate import store
 from perfgate.benchmark import Run
+from perfgate.report.common import matches as matches  # re-exported (cli.compare)
+from perfgate.store.baseline import candidates, key_folder
+from perfgate.store.baseline import set_of as baseline_set_of  # noqa: F401 (cli.compare)
 
 PYTEST_BENCHMARK_STORAGE = Path(".benchmarks")  # its default --benchmark-storage, <machine id>/
 
@@ -33,7 +35,7 @@ class Hardware:
             return self.storage
         if self._key is None:
             self._key = this_hardware_key()
-        return self.root / self._key
+        return key_folder(self.root, self._key)
 
     def resolve(self, argument: str) -> Run:
         """The run a RUN argument names; an existing path needs no hardware folder."""
@@ -52,32 +54,16 @@ class Hardware:
         return runs
 
     def newest(self, count: int) -> list[Run]:
-        runs = self.runs()
+        """The newest ``count`` runs that can be a baseline (none dated in the future, as the
+        gate chooses: ``store.baseline.candidates``), oldest first."""
+        self.runs()  # NoSuchRun, saying where, when the folder has no run at all
+        runs = candidates(self.folder)
         if len(runs) < count:
             raise store.NoSuchRun(
                 f"only {len(runs)} saved run in {self.folder}; name the runs to compare (a path, "
                 f"or a run number such as 0001), or {store.SAVE_HINT}"
             )
         return runs[-count:]
-
-
-def baseline_set_of(run: Run) -> list[Run]:
-    """``run``'s baseline set when it lies in a store's hardware folder, else just ``run``."""
-    folder = run.path.parent.parent if run.path else None
-    if folder is None or not store.RUN_FILE.match(run.path.name):
-        return [run]
-    runs = store.saved_runs(folder)
-    match = [r for r in runs if r.path.resolve() == run.path.resolve()]
-    return store.baseline_set(match[0], runs) if match else [run]
-
-
-def matches(names: Sequence[str], patterns: Sequence[str]) -> bool:
-    """True when any pattern matches any name: a glob, else a substring (any case)."""
-    return any(
-        fnmatch.fnmatchcase(name, pattern) or pattern.lower() in name.lower()
-        for pattern in patterns
-        for name in names
-    )
 
 
 def default_baselines_root() -> Path:

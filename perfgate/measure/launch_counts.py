@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING
 import pytest
 
 from perfgate import _pytest_benchmark
+from perfgate.fields import Clock, Field
 from perfgate.reruns import run_again, say
 
 if TYPE_CHECKING:  # torch is imported where a case is counted, never by the gate's session
     import torch
 
-KEY = "launch_counts"  # extra_info key: {"kernel_launches": n, "graph_launches": n, ...}
+KEY = Field.LAUNCH_COUNTS  # {"kernel_launches": n, "graph_launches": n, "graph_nodes": n}
 COUNTED_CALLS = 4  # calls profiled after one warm-up call
 KERNEL_LAUNCHES = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel",
                    "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel"}  # fmt: skip
@@ -89,7 +90,7 @@ def count_case(benchmark, fn: Callable[[], object], device: torch.device) -> dic
         events = json.loads(trace.read_text(encoding="utf-8")).get("traceEvents", [])
     collected[benchmark.fullname] = count_trace(events, COUNTED_CALLS)
     _pytest_benchmark.mark_profiled(benchmark)
-    return {"clock": "counted"}
+    return {Field.CLOCK: Clock.COUNTED}
 
 
 def count_cases(session: pytest.Session, names: set[str]) -> dict[str, dict]:

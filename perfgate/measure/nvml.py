@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 from dataclasses import asdict, dataclass
 
+from perfgate.fields import REDUCED_CLOCK_FRACTION, Field
+
 # NVML's "clock limit" id for the base (TDP) clock, which nvbench's --lgc base locks to.
 CLOCK_LIMIT_ID_TDP = 0xFFFFFF01
 
@@ -154,9 +156,6 @@ def forget() -> None:
     _device, _tried = None, False
 
 
-REDUCED_CLOCK_FRACTION = 0.95  # a round read below 95 % of the case's highest SM clock
-
-
 class RoundClocks:
     """The SM clock after every round of one benchmark case.
 
@@ -189,7 +188,8 @@ class RoundClocks:
         if not clocks:
             return {}
         floor = REDUCED_CLOCK_FRACTION * max(clocks)
-        return {"sm_clock_mhz": clocks, "reduced_clock_rounds": sum(c < floor for c in clocks)}
+        reduced = sum(c < floor for c in clocks)
+        return {Field.SM_CLOCK_MHZ: clocks, Field.REDUCED_CLOCK_ROUNDS: reduced}
 
 
 def round_clocks() -> RoundClocks | None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from perfgate import _pytest_benchmark
+from perfgate.fields import Clock, Field
 from perfgate.reruns import run_again, say
 from perfgate.verdict.attribution import PROFILE_ROWS
 
@@ -91,7 +92,7 @@ class ProfileStore:
                 set_collecting(False)
                 _pytest_benchmark.take_results_since(self.config, start)  # cases timed anyway
             for name in timed & set(collected):
-                _pytest_benchmark.add_extra_info(self.config, name, "profile", collected[name])
+                _pytest_benchmark.add_extra_info(self.config, name, Field.PROFILE, collected[name])
             seconds = time.perf_counter() - start_time
             stored = len(timed & set(collected))
             say(self.config, f"perfgate: {stored} profiles stored in {seconds:.0f} s")
@@ -111,14 +112,14 @@ def profile_calls(
     collected[benchmark.fullname] = compact(profile.events(), device, calls)
     _pytest_benchmark.mark_profiled(benchmark)
     if _profile_dir is None:
-        return {"clock": "profiled"}
+        return {Field.CLOCK: Clock.PROFILED}
     sort_by = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
     table = profile.key_averages().table(sort_by=sort_by, row_limit=20)
     _profile_dir.mkdir(parents=True, exist_ok=True)
     stem = _profile_dir / re.sub(r"[^A-Za-z0-9._-]", "_", benchmark.name)
     Path(f"{stem}.txt").write_text(f"{benchmark.fullname}: {calls} calls\n{table}\n")
     profile.export_chrome_trace(f"{stem}.trace.json")
-    return {"clock": "profiled", "profile": f"{stem}.txt"}
+    return {Field.CLOCK: Clock.PROFILED, Field.PROFILE: f"{stem}.txt"}
 
 
 def run_profiler(fn: Callable[[], object], device: torch.device, calls: int):

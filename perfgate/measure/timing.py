@@ -22,11 +22,10 @@ from dataclasses import dataclass
 import torch
 
 from perfgate import _pytest_benchmark
+from perfgate.fields import HOST_BOUND_FRACTION, Clock, Field
 from perfgate.measure import launch_counts, nvml
 from perfgate.measure import profiler as profiling
 from perfgate.stats import median
-
-HOST_BOUND_FRACTION = 0.8  # host enqueue above this share of the device time: the host limits
 
 
 @dataclass(frozen=True)
@@ -110,22 +109,22 @@ def time_wall(benchmark, fn: Callable[[], object], device: torch.device, budget:
     if benchmark.disabled:  # --benchmark-disable runs the body once, untimed
         benchmark.pedantic(fn)
         synchronize(device)
-        return {"clock": "disabled"}
+        return {Field.CLOCK: Clock.DISABLED}
     call_seconds = seconds_per_call(fn, device)
     rounds, iterations = plan_rounds(call_seconds, budget)
-    facts = {"clock": "perf_counter", "iterations": iterations, "rounds": rounds}
+    facts = {Field.CLOCK: Clock.PERF_COUNTER, Field.ITERATIONS: iterations, Field.ROUNDS: rounds}
     clocks = None
     if device.type == "cuda":
         launch_counts.countable.add(benchmark.fullname)  # its launches: counted after the loop
         clocks = use_cuda_clock(benchmark, cuda_event_clock())
         host = host_enqueue_seconds(fn, device, max(iterations, 3))
         device_seconds = do_bench_seconds(fn)
-        facts.update(
-            clock="cuda_events",
-            host_enqueue_s=host,
-            do_bench_s=device_seconds,
-            host_bound=host > HOST_BOUND_FRACTION * device_seconds,
-        )
+        facts |= {
+            Field.CLOCK: Clock.CUDA_EVENTS,
+            Field.HOST_ENQUEUE_S: host,
+            Field.DEVICE_S: device_seconds,
+            Field.HOST_BOUND: host > HOST_BOUND_FRACTION * device_seconds,
+        }
     benchmark.pedantic(fn, rounds=rounds, iterations=iterations, warmup_rounds=budget.warmup_rounds)
     return facts | (clocks.facts(rounds) if clocks else {})
 
@@ -161,14 +160,14 @@ def time_device(
         graph.replay, rounds=rounds, iterations=iterations, warmup_rounds=budget.warmup_rounds
     )
     return (clocks.facts(rounds) if clocks else {}) | {
-        "clock": "cuda_graph_events",
-        "calls_per_iteration": len(calls),
-        "iterations": iterations,
-        "rounds": rounds,
-        "host_enqueue_s": host,
-        "do_bench_s": device_seconds,
-        "host_bound": False,  # a graph replay takes the host out of the loop
-        "eager_host_bound": host > HOST_BOUND_FRACTION * device_seconds,
+        Field.CLOCK: Clock.DEVICE,
+        Field.CALLS_PER_ITERATION: len(calls),
+        Field.ITERATIONS: iterations,
+        Field.ROUNDS: rounds,
+        Field.HOST_ENQUEUE_S: host,
+        Field.DEVICE_S: device_seconds,
+        Field.HOST_BOUND: False,  # a graph replay takes the host out of the loop
+        Field.EAGER_HOST_BOUND: host > HOST_BOUND_FRACTION * device_seconds,
     }
 
 
@@ -290,9 +289,9 @@ def record_rates(benchmark, *, flops: int | None = None, nbytes: int | None = No
         return
     seconds = median(samples)
     if flops is not None:
-        benchmark.extra_info["tflops"] = flops / seconds / 1e12
+        benchmark.extra_info[Field.TFLOPS] = flops / seconds / 1e12
     if nbytes is not None:
-        benchmark.extra_info["gbps"] = nbytes / seconds / 1e9
+        benchmark.extra_info[Field.GBPS] = nbytes / seconds / 1e9
 
 
 def l2_cache_bytes(device: torch.device) -> int:

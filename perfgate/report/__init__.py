@@ -26,7 +26,7 @@ def runs_table(runs: Sequence[Run]) -> list[str]:
     rows = []
     for label, run in zip(machine_labels(runs), runs, strict=True):
         env = run.environment
-        health = run.perfgate.get("gpu_health", {})
+        health = run.gpu_health
         if not health.get("available"):
             state = "no GPU"
         else:
@@ -37,7 +37,7 @@ def runs_table(runs: Sequence[Run]) -> list[str]:
                 label,
                 run.path.name,
                 run.date,
-                run.perfgate.get("tier", MISSING),
+                run.tier or MISSING,
                 *versions,
                 str(env.get("cudnn") or MISSING),
                 str(env.get("driver") or MISSING),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import re
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from perfgate.benchmark import Benchmark, Run
+from perfgate.fields import Field
 
 T = TypeVar("T")
 
@@ -25,7 +27,12 @@ class Case:
 
     @property
     def info(self) -> dict:
+        """Every field the case stored (``fields.Field``, ``fields.Fact``, the test's own)."""
         return self.benchmark.extra_info
+
+    def fact(self, name: str, default: object = None) -> object:
+        """One stored field, by its name in ``fields``; ``default`` when absent."""
+        return self.benchmark.fact(name, default)
 
     @property
     def params(self) -> dict:
@@ -38,7 +45,7 @@ class Case:
 
     @property
     def device(self) -> str:
-        return str(self.info.get("device") or self.params.get("bench_device") or "?")
+        return str(self.fact(Field.DEVICE) or self.params.get("bench_device") or "?")
 
     @property
     def where(self) -> str:
@@ -140,3 +147,12 @@ class Figures:
             print(f"plotting {path}", file=self.progress)
         self.written.append(plot(path, *args, **kwargs))
         return [f"![{alt}]({name})", ""]
+
+
+def matches(names: Sequence[str], patterns: Sequence[str]) -> bool:
+    """True when any pattern matches any name: a glob, else a substring (any case)."""
+    return any(
+        fnmatch.fnmatchcase(name, pattern) or pattern.lower() in name.lower()
+        for pattern in patterns
+        for name in names
+    )

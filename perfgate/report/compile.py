@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from perfgate.fields import Fact
 from perfgate.report import plots
 from perfgate.report.common import Case, Figures, grouped, of_test, ordered
 from perfgate.report.tables import MISSING, fmt_ratio, fmt_time, render
@@ -10,7 +11,7 @@ BASE_MODE = "eager"
 
 
 def _mode(case: Case) -> str:
-    return str(case.info.get("mode") or case.params.get("mode"))
+    return str(case.fact(Fact.MODE) or case.params.get("mode"))
 
 
 def _time_with_spread(case: Case | None) -> str:
@@ -27,7 +28,7 @@ def steady_table(cases: list[Case]) -> list[str]:
     headers = ["machine (device)", "batch", *modes]
     headers += [f"speedup ({BASE_MODE} / {m})" for m in others] + ["host-bound"]
     rows = []
-    groups = grouped(cases, lambda c: (c.where, c.info.get("batch")))
+    groups = grouped(cases, lambda c: (c.where, c.fact(Fact.BATCH)))
     for (where, batch), members in groups.items():
         by_mode = {_mode(c): c for c in members}
         base = by_mode.get(BASE_MODE)
@@ -35,7 +36,7 @@ def steady_table(cases: list[Case]) -> list[str]:
             fmt_ratio(base.median / by_mode[m].median) if base and m in by_mode else MISSING
             for m in others
         ]
-        host = ", ".join(m for m, c in by_mode.items() if c.info.get("host_bound")) or "no"
+        host = ", ".join(m for m, c in by_mode.items() if c.benchmark.host_bound) or "no"
         times = [_time_with_spread(by_mode.get(m)) for m in modes]
         rows.append([where, batch, *times, *speedups, host])
     return [
@@ -51,7 +52,7 @@ def steady_table(cases: list[Case]) -> list[str]:
 
 
 def _curve(case: Case | None) -> dict[int, float]:
-    points = (case.info.get("mean_per_call_s") or {}) if case else {}
+    points = (case.fact(Fact.MEAN_PER_CALL_S) or {}) if case else {}
     return {int(n): float(s) for n, s in sorted(points.items(), key=lambda p: int(p[0]))}
 
 
@@ -103,7 +104,7 @@ def cold_start(cases: list[Case], figures: Figures) -> list[str]:
         "",
     ]
     panels, answers = [], []
-    groups = grouped(cases, lambda c: (c.where, c.info.get("batch")))
+    groups = grouped(cases, lambda c: (c.where, c.fact(Fact.BATCH)))
     for (where, batch), members in groups.items():
         by_mode = {_mode(c): c for c in members}
         eager, compiled = _curve(by_mode.get(BASE_MODE)), _curve(by_mode.get("compiled"))
@@ -161,7 +162,7 @@ def headline(cases: list[Case]) -> list[str]:
     steady = grouped(of_test(cases, "test_resnet18_steady"), lambda c: c.where)
     lines = []
     for (where, batch), members in grouped(
-        of_test(cases, "test_resnet18_calls"), lambda c: (c.where, c.info.get("batch"))
+        of_test(cases, "test_resnet18_calls"), lambda c: (c.where, c.fact(Fact.BATCH))
     ).items():
         by_mode = {_mode(c): c for c in members}
         if "compiled" not in by_mode or BASE_MODE not in by_mode:
@@ -169,7 +170,7 @@ def headline(cases: list[Case]) -> list[str]:
         facts = by_mode["compiled"].info
         eager, compiled = _curve(by_mode[BASE_MODE]), _curve(by_mode["compiled"])
         speedups = []
-        for group in grouped(steady.get(where, []), lambda c: c.info.get("batch")).values():
+        for group in grouped(steady.get(where, []), lambda c: c.fact(Fact.BATCH)).values():
             modes = {_mode(c): c.median for c in group}
             if BASE_MODE in modes and "compiled" in modes:
                 speedups.append(modes[BASE_MODE] / modes["compiled"])

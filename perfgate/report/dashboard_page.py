@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
 from perfgate.benchmark import describe_changes, environment_changes
-from perfgate.cli.history_runs import run_label, short_commit
 from perfgate.report.tables import MISSING, fmt_time, time_unit
 from perfgate.verdict.steps import Step
 
@@ -209,3 +209,14 @@ def benchmark_page(runs: Sequence, fullname: str, hardware: str, steps: Sequence
 def _group(benchmark) -> str:
     """'group NAME, ' for a benchmark in a pytest-benchmark group, else nothing."""
     return f"group {html.escape(benchmark.group_label)}, " if benchmark.group_label else ""
+
+
+def run_label(run) -> str:
+    """'0003 11-22 06:44' for a saved run, else the file stem and date."""
+    stem = Path(run.path).stem
+    short = stem[:4] if stem[:4].isdigit() else stem[:16]
+    return f"{short} {run.datetime[5:16].replace('T', ' ')}".strip()
+
+
+def short_commit(run) -> str:
+    return (run.commit or "?")[:8]

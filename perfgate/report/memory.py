@@ -3,6 +3,7 @@ the theoretical 74.2 %, and where the difference goes."""
 
 from __future__ import annotations
 
+from perfgate.fields import Fact, Field
 from perfgate.report import plots
 from perfgate.report.common import Case, Figures, grouped, of_test, ordered
 from perfgate.report.tables import MISSING, fmt_bytes, fmt_percent, fmt_time, render
@@ -15,7 +16,7 @@ TRANSIENT_WEIGHT_VISIBLE = 0.005
 
 
 def _variant(case: Case) -> str:
-    return str(case.info.get("variant"))
+    return str(case.fact(Fact.VARIANT))
 
 
 def breakdown(info: dict) -> list[tuple[str, float, bool]]:
@@ -25,9 +26,9 @@ def breakdown(info: dict) -> list[tuple[str, float, bool]]:
     activations and workspaces do not shrink and dilute the saving; the transient bf16 weight
     of the running layer adds bytes. The steps sum exactly to the measured fractions.
     """
-    theory = info.get("theoretical_saved_fraction", THEORETICAL_SAVING)
-    share = info.get("quantizable_linear_share")
-    measured = info.get("persistent_saved_fraction")
+    theory = info.get(Fact.THEORETICAL_SAVED, THEORETICAL_SAVING)
+    share = info.get(Fact.QUANTIZABLE_SHARE)
+    measured = info.get(Fact.PERSISTENT_SAVED)
     if share is None or measured is None:
         return []
     expected = share * theory
@@ -37,9 +38,11 @@ def breakdown(info: dict) -> list[tuple[str, float, bool]]:
         ("other persistent\nbytes", measured - expected, False),
         ("persistent saved\n(measured)", measured, True),
     ]
-    if all(info.get(k) for k in ("fp32_peak_bytes", "peak_bytes", "fp32_persistent_bytes")):
-        fp32_peak, peak = info["fp32_peak_bytes"], info["peak_bytes"]
-        diluted = (info["fp32_persistent_bytes"] - info["persistent_bytes"]) / fp32_peak
+    if all(
+        info.get(k) for k in (Fact.FP32_PEAK_BYTES, Field.PEAK_BYTES, Fact.FP32_PERSISTENT_BYTES)
+    ):
+        fp32_peak, peak = info[Fact.FP32_PEAK_BYTES], info[Field.PEAK_BYTES]
+        diluted = (info[Fact.FP32_PERSISTENT_BYTES] - info[Fact.PERSISTENT_BYTES]) / fp32_peak
         peak_saved = 1 - peak / fp32_peak
         steps += [
             ("activations and\nworkspaces, unchanged,\ndilute it", diluted - measured, False),
@@ -50,8 +53,8 @@ def breakdown(info: dict) -> list[tuple[str, float, bool]]:
 
 
 def _explain(info: dict) -> list[str]:
-    theory = info.get("theoretical_saved_fraction", THEORETICAL_SAVING)
-    share, measured = info["quantizable_linear_share"], info["persistent_saved_fraction"]
+    theory = info.get(Fact.THEORETICAL_SAVED, THEORETICAL_SAVING)
+    share, measured = info[Fact.QUANTIZABLE_SHARE], info[Fact.PERSISTENT_SAVED]
     lines = [
         f"- Only {fmt_percent(share)} of the FP32 parameter bytes sit in the Linear layers that "
         "are quantized; embeddings, layer norms and the classifier head stay FP32. At most "
@@ -59,15 +62,15 @@ def _explain(info: dict) -> list[str]:
         f"saved persistently; measured: {fmt_percent(measured)} (difference "
         f"{(measured - share * theory) * 100:+.2f} pt)."
     ]
-    if info.get("fp32_peak_bytes") and info.get("peak_bytes"):
-        fp32_extra = info["fp32_peak_bytes"] - info["fp32_persistent_bytes"]
-        extra = info["peak_bytes"] - info["persistent_bytes"]
-        peak_saved = 1 - info["peak_bytes"] / info["fp32_peak_bytes"]
+    if info.get(Fact.FP32_PEAK_BYTES) and info.get(Field.PEAK_BYTES):
+        fp32_extra = info[Fact.FP32_PEAK_BYTES] - info[Fact.FP32_PERSISTENT_BYTES]
+        extra = info[Field.PEAK_BYTES] - info[Fact.PERSISTENT_BYTES]
+        peak_saved = 1 - info[Field.PEAK_BYTES] / info[Fact.FP32_PEAK_BYTES]
         more = extra - fp32_extra
         why = (
             "the dequantized bf16 copy of the running layer's weight, alive only during that "
             "layer's forward"
-            if more > TRANSIENT_WEIGHT_VISIBLE * info["fp32_peak_bytes"]
+            if more > TRANSIENT_WEIGHT_VISIBLE * info[Fact.FP32_PEAK_BYTES]
             else "next to these activations the transient bf16 weight barely shows at the peak"
         )
         lines.append(
@@ -82,19 +85,19 @@ def _explain(info: dict) -> list[str]:
 
 def _config(case: Case) -> tuple:
     info = case.info
-    return case.where, info.get("encoder"), info.get("batch"), info.get("sequence")
+    return case.where, info.get(Fact.ENCODER), info.get(Fact.BATCH), info.get(Fact.SEQUENCE)
 
 
 def _row(variant: str, case: Case) -> list[str]:
-    info, peak = case.info, case.info.get("peak_bytes")
-    error = info.get("relative_error_vs_fp32")
+    info, peak = case.info, case.fact(Field.PEAK_BYTES)
+    error = info.get(Fact.RELATIVE_ERROR)
     return [
         variant,
         fmt_time(case.median),
-        fmt_bytes(info.get("persistent_bytes")),
-        fmt_percent(info.get("persistent_saved_fraction")),
+        fmt_bytes(info.get(Fact.PERSISTENT_BYTES)),
+        fmt_percent(info.get(Fact.PERSISTENT_SAVED)),
         fmt_bytes(peak) if peak else "not measured",
-        fmt_percent(info.get("peak_saved_fraction")) if peak else MISSING,
+        fmt_percent(info.get(Fact.PEAK_SAVED)) if peak else MISSING,
         MISSING if error is None else f"{error:.2e}",
     ]
 
@@ -143,17 +146,17 @@ def headline(cases: list[Case]) -> list[str]:
     ).items():
         for case in members:
             info = case.info
-            if not _variant(case).startswith("mxint8") or "quantizable_linear_share" not in info:
+            if not _variant(case).startswith("mxint8") or Fact.QUANTIZABLE_SHARE not in info:
                 continue
-            theory = info.get("theoretical_saved_fraction", THEORETICAL_SAVING)
-            share = info["quantizable_linear_share"]
+            theory = info.get(Fact.THEORETICAL_SAVED, THEORETICAL_SAVING)
+            share = info[Fact.QUANTIZABLE_SHARE]
             text = (
                 f"- **MXINT8 memory, {where}, {name} batch {batch} sequence {sequence}:** "
-                f"{fmt_percent(info['persistent_saved_fraction'])} of the persistent bytes saved "
+                f"{fmt_percent(info[Fact.PERSISTENT_SAVED])} of the persistent bytes saved "
                 f"(theory {fmt_percent(theory)}; only {fmt_percent(share)} of the bytes are in "
                 f"quantized Linears, so at most {fmt_percent(share * theory)})"
             )
-            if info.get("peak_saved_fraction") is not None:
-                text += f", {fmt_percent(info['peak_saved_fraction'])} of the peak"
+            if info.get(Fact.PEAK_SAVED) is not None:
+                text += f", {fmt_percent(info[Fact.PEAK_SAVED])} of the peak"
             lines.append(text + ".")
     return lines

@@ -3,6 +3,7 @@ the CuTe kernel, and a Linear layer with dense vs MXINT8 weights."""
 
 from __future__ import annotations
 
+from perfgate.fields import Fact, Field
 from perfgate.report import plots
 from perfgate.report.common import (
     Case,
@@ -34,7 +35,7 @@ LINEAR_BASE = "dense"
 
 def rate_unit(cases: list[Case]) -> str:
     """TB/s where some figure passes 1 TB/s, else GB/s."""
-    top = max((c.info.get("gbps") or 0.0 for c in cases), default=0.0)
+    top = max((c.fact(Field.GBPS) or 0.0 for c in cases), default=0.0)
     return "TB/s" if top >= 1000 else "GB/s"
 
 
@@ -43,18 +44,18 @@ def _cute_applies(case: Case) -> bool:
 
 
 def _dequant_table(members: list[Case], unit: str) -> tuple[list[str], dict]:
-    impls = ordered((str(c.info.get("implementation")) for c in members), first=DEQUANT_ORDER)
-    cells = {(c.info.get("elements"), str(c.info.get("implementation"))): c for c in members}
-    sizes = sorted({c.info.get("elements") for c in members})
-    copy = {c.info.get("elements"): c.info.get("copy_gbps") for c in members}
-    moved = {c.info.get("elements"): c.info.get("min_bytes") for c in members}
+    impls = ordered((str(c.fact(Fact.IMPLEMENTATION)) for c in members), first=DEQUANT_ORDER)
+    cells = {(c.fact(Fact.ELEMENTS), str(c.fact(Fact.IMPLEMENTATION))): c for c in members}
+    sizes = sorted({c.fact(Fact.ELEMENTS) for c in members})
+    copy = {c.fact(Fact.ELEMENTS): c.fact(Fact.COPY_GBPS) for c in members}
+    moved = {c.fact(Fact.ELEMENTS): c.fact(Fact.MIN_BYTES) for c in members}
     rows = []
     for size in sizes:
         row = [power_of_two(size), fmt_bytes(moved[size]), fmt_rate(copy[size], unit)]
         for impl in impls:
             case = cells.get((size, impl))
-            gbps = case.info.get("gbps") if case else None
-            fraction = case.info.get("fraction_of_copy") if case else None
+            gbps = case.fact(Field.GBPS) if case else None
+            fraction = case.fact(Fact.FRACTION_OF_COPY) if case else None
             row.append(
                 MISSING if gbps is None else f"{fmt_rate(gbps, unit)} ({fmt_percent(fraction)})"
             )
@@ -64,7 +65,7 @@ def _dequant_table(members: list[Case], unit: str) -> tuple[list[str], dict]:
         sizes=sizes,
         copy=[copy[s] for s in sizes],
         series={
-            i: [cells[(s, i)].info.get("gbps") if (s, i) in cells else None for s in sizes]
+            i: [cells[(s, i)].fact(Field.GBPS) if (s, i) in cells else None for s in sizes]
             for i in impls
         },
     )
@@ -73,19 +74,19 @@ def _dequant_table(members: list[Case], unit: str) -> tuple[list[str], dict]:
 
 def _dequant_findings(members: list[Case], unit: str) -> list[str]:
     lines = []
-    largest = max(c.info.get("elements", 0) for c in members)
-    groups = {c.info.get("group_size") for c in members}
+    largest = max(c.fact(Fact.ELEMENTS, 0) for c in members)
+    groups = {c.fact(Fact.GROUP_SIZE) for c in members}
     group = 32 if 32 in groups else min(groups)
     at_largest = {
-        str(c.info.get("implementation")): c
+        str(c.fact(Fact.IMPLEMENTATION)): c
         for c in members
-        if (c.info.get("elements"), c.info.get("group_size")) == (largest, group)
+        if (c.fact(Fact.ELEMENTS), c.fact(Fact.GROUP_SIZE)) == (largest, group)
     }
     for impl in ordered(at_largest, first=DEQUANT_ORDER):
         case = at_largest[impl]
-        fraction = case.info.get("fraction_of_copy")
+        fraction = case.fact(Fact.FRACTION_OF_COPY)
         if fraction is not None:
-            rate = fmt_rate(case.info.get("gbps"), unit)
+            rate = fmt_rate(case.fact(Field.GBPS), unit)
             lines.append(
                 f"- {power_of_two(largest)} elements, group {group}: {impl} at "
                 f"{fmt_percent(fraction)} of the copy roofline ({rate})"
@@ -97,22 +98,22 @@ def _dequant_findings(members: list[Case], unit: str) -> list[str]:
             f"- the Triton kernel is {fmt_ratio(ratio)} faster than the PyTorch reference under "
             "torch.compile at that size"
         )
-    triton = [c for c in members if c.info.get("implementation") == "triton" and c.info.get("gbps")]
+    triton = [c for c in members if c.fact(Fact.IMPLEMENTATION) == "triton" and c.fact(Field.GBPS)]
     if triton and _cute_applies(triton[0]):
         near = min(
             triton,
             key=lambda c: (
-                abs(c.info["elements"].bit_length() - CUTE_ELEMENTS.bit_length()),
-                c.info.get("group_size") != 32,
+                abs(c.fact(Fact.ELEMENTS).bit_length() - CUTE_ELEMENTS.bit_length()),
+                c.fact(Fact.GROUP_SIZE) != 32,
             ),
         )
         lines.append(
             f"- CuTe kernel of mase-cuda on an H100: {fmt_rate(CUTE_H100_GBPS, unit)} at "
             f"{power_of_two(CUTE_ELEMENTS)} elements (MXINT8.md); the Triton kernel here moves "
-            f"{fmt_rate(near.info['gbps'], unit)} at {power_of_two(near.info['elements'])}, "
-            f"{fmt_ratio(near.info['gbps'] / CUTE_H100_GBPS)} the CuTe figure"
+            f"{fmt_rate(near.fact(Field.GBPS), unit)} at {power_of_two(near.fact(Fact.ELEMENTS))}, "
+            f"{fmt_ratio(near.fact(Field.GBPS) / CUTE_H100_GBPS)} the CuTe figure"
         )
-    if any((c.info.get("fraction_of_copy") or 0) > 1.05 for c in members):
+    if any((c.fact(Fact.FRACTION_OF_COPY) or 0) > 1.05 for c in members):
         lines.append(
             "- fractions above 100 % appear where a call moves only a few MB (both are timed as "
             "replayed CUDA graphs over rotating buffers): two thirds of the kernel's traffic are "
@@ -137,7 +138,7 @@ def dequant_section(cases: list[Case], figures: Figures) -> list[str]:
     for where, members in grouped(dequant, lambda c: c.where).items():
         unit = rate_unit(members)
         panels = []
-        for group_size, group in grouped(members, lambda c: c.info.get("group_size")).items():
+        for group_size, group in grouped(members, lambda c: c.fact(Fact.GROUP_SIZE)).items():
             table, panel = _dequant_table(group, unit)
             lines += [f"**{where}, group size {group_size}**", "", *table]
             if _cute_applies(group[0]):
@@ -159,12 +160,12 @@ def dequant_section(cases: list[Case], figures: Figures) -> list[str]:
 
 
 def _linear_key(case: Case) -> tuple:
-    return shape_text(case.info.get("weight_shape")), case.info.get("batch"), case.info.get("dtype")
+    return shape_text(case.fact(Fact.WEIGHT_SHAPE)), case.fact(Fact.BATCH), case.fact(Fact.DTYPE)
 
 
 def _linear_tables(members: list[Case], copy_gbps: float | None) -> list[str]:
-    impls = ordered((str(c.info.get("implementation")) for c in members), first=[LINEAR_BASE])
-    cells = {(_linear_key(c), str(c.info.get("implementation"))): c for c in members}
+    impls = ordered((str(c.fact(Fact.IMPLEMENTATION)) for c in members), first=[LINEAR_BASE])
+    cells = {(_linear_key(c), str(c.fact(Fact.IMPLEMENTATION))): c for c in members}
     rows = []
     for key in ordered(_linear_key(c) for c in members):
         base = cells.get((key, LINEAR_BASE))
@@ -180,11 +181,13 @@ def _linear_tables(members: list[Case], copy_gbps: float | None) -> list[str]:
     storage_rows = []
     by_storage = grouped(
         members,
-        lambda c: (_linear_key(c)[0], c.info.get("implementation"), c.info.get("storage_bytes")),
+        lambda c: (_linear_key(c)[0], c.fact(Fact.IMPLEMENTATION), c.fact(Fact.STORAGE_BYTES)),
     )
     for (shape, impl, stored), group in by_storage.items():
-        dtypes = ", ".join(ordered(str(c.info.get("dtype")) for c in group))
-        peaks = [c.info["forward_peak_bytes"] for c in group if c.info.get("forward_peak_bytes")]
+        dtypes = ", ".join(ordered(str(c.fact(Fact.DTYPE)) for c in group))
+        peaks = [
+            c.fact(Field.FORWARD_PEAK_BYTES) for c in group if c.fact(Field.FORWARD_PEAK_BYTES)
+        ]
         peak = f"{fmt_bytes(min(peaks))} - {fmt_bytes(max(peaks))}" if peaks else "not measured"
         floor = fmt_time(stored / (copy_gbps * 1e9)) if stored and copy_gbps else MISSING
         storage_rows.append([shape, f"{impl} ({dtypes})", fmt_bytes(stored), peak, floor])
@@ -222,7 +225,7 @@ def linear_section(cases: list[Case]) -> list[str]:
     ]
     for where, members in grouped(linear, lambda c: c.where).items():
         same = [c for c in of_test(cases, "test_dequantize") if c.where == where]
-        copy = max((c.info.get("copy_gbps") or 0.0 for c in same), default=0.0) or None
+        copy = max((c.fact(Fact.COPY_GBPS) or 0.0 for c in same), default=0.0) or None
         lines += [f"**{where}**", "", *_linear_tables(members, copy)]
     return lines
 
@@ -236,13 +239,13 @@ def linear_headline(cases: list[Case]) -> list[str]:
     lines = []
     for where, members in grouped(of_test(cases, "test_linear"), lambda c: c.where).items():
         dense = {
-            _linear_key(c): c.median for c in members if c.info.get("implementation") == LINEAR_BASE
+            _linear_key(c): c.median for c in members if c.fact(Fact.IMPLEMENTATION) == LINEAR_BASE
         }
         ratios: dict[str, list[float]] = {}
         for case in members:
-            if case.info.get("implementation") != LINEAR_BASE and _linear_key(case) in dense:
+            if case.fact(Fact.IMPLEMENTATION) != LINEAR_BASE and _linear_key(case) in dense:
                 ratio = case.median / dense[_linear_key(case)]
-                ratios.setdefault(str(case.info.get("implementation")), []).append(ratio)
+                ratios.setdefault(str(case.fact(Fact.IMPLEMENTATION)), []).append(ratio)
         spans = [f"{impl} {fmt_ratio(min(r))} to {fmt_ratio(max(r))}" for impl, r in ratios.items()]
         if spans:
             lines.append(
@@ -256,29 +259,31 @@ def dequant_headline(cases: list[Case]) -> list[str]:
     """Per machine: the Triton kernel at its largest size against copy, compiled and CuTe."""
     lines = []
     for where, members in grouped(of_test(cases, "test_dequantize"), lambda c: c.where).items():
-        kernel = [c for c in members if c.info.get("implementation") == "triton"]
-        kernel = [c for c in kernel if c.info.get("fraction_of_copy") is not None]
+        kernel = [c for c in members if c.fact(Fact.IMPLEMENTATION) == "triton"]
+        kernel = [c for c in kernel if c.fact(Fact.FRACTION_OF_COPY) is not None]
         if not kernel:
             continue
         unit = rate_unit(members)
-        top = max(kernel, key=lambda c: (c.info["elements"], c.info.get("group_size") == 32))
-        size, group = top.info["elements"], top.info.get("group_size")
+        top = max(kernel, key=lambda c: (c.fact(Fact.ELEMENTS), c.fact(Fact.GROUP_SIZE) == 32))
+        size, group = top.fact(Fact.ELEMENTS), top.fact(Fact.GROUP_SIZE)
         text = (
             f"- **MXINT8 dequantization, {where}:** the Triton kernel reaches "
-            f"{fmt_percent(top.info['fraction_of_copy'])} of the copy roofline at "
-            f"{power_of_two(size)} elements, group {group} ({fmt_rate(top.info['gbps'], unit)})"
+            f"{fmt_percent(top.fact(Fact.FRACTION_OF_COPY))} of the copy roofline at "
+            f"{power_of_two(size)} elements, group {group} ({fmt_rate(top.fact(Field.GBPS), unit)})"
         )
         compiled = [
             c
             for c in members
-            if c.info.get("implementation") == "reference_compiled"
-            and (c.info.get("elements"), c.info.get("group_size")) == (size, group)
+            if c.fact(Fact.IMPLEMENTATION) == "reference_compiled"
+            and (c.fact(Fact.ELEMENTS), c.fact(Fact.GROUP_SIZE)) == (size, group)
         ]
         if compiled:
             text += (
                 f", {fmt_ratio(compiled[0].median / top.median)} faster than the compiled reference"
             )
         if _cute_applies(top):
-            text += f", {fmt_ratio(top.info['gbps'] / CUTE_H100_GBPS)} the CuTe kernel's 0.64 TB/s"
+            text += (
+                f", {fmt_ratio(top.fact(Field.GBPS) / CUTE_H100_GBPS)} the CuTe kernel's 0.64 TB/s"
+            )
         lines.append(text + ".")
     return lines

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from perfgate.fields import Fact
 from perfgate.report import plots
 from perfgate.report.common import Case, Figures, grouped, of_test, ordered, shape_text, slug
 from perfgate.report.tables import MISSING, fmt_ratio, fmt_time, render
@@ -13,14 +14,14 @@ LAB_CASE = ("32x8x128x64", "fp16")  # the lab's shape (batch, heads, sequence, h
 
 
 def _key(case: Case) -> tuple[str, str]:
-    return shape_text(case.info.get("shape")), str(case.info.get("dtype"))
+    return shape_text(case.fact(Fact.SHAPE)), str(case.fact(Fact.DTYPE))
 
 
 def _table(members: list[Case]) -> tuple[list[str], list[tuple], dict[str, list]]:
     """Markdown lines, (shape, dtype, best impl, best speedup) per row, and plot series."""
-    impls = ordered((str(c.info.get("implementation")) for c in members), first=KNOWN_ORDER)
+    impls = ordered((str(c.fact(Fact.IMPLEMENTATION)) for c in members), first=KNOWN_ORDER)
     fused = [i for i in impls if i != BASELINE]
-    cells = {(_key(c), str(c.info.get("implementation"))): c.median for c in members}
+    cells = {(_key(c), str(c.fact(Fact.IMPLEMENTATION))): c.median for c in members}
     seen = ordered(_key(c) for c in members)
     shapes = ordered(shape for shape, _ in seen)
     dtypes = ordered((dtype for _, dtype in seen), first=DTYPE_ORDER)
@@ -66,7 +67,7 @@ def _summary(best: list[tuple]) -> list[str]:
 
 
 def _profile_hint(members: list[Case]) -> list[str]:
-    naive = [c for c in members if c.info.get("implementation") == BASELINE]
+    naive = [c for c in members if c.fact(Fact.IMPLEMENTATION) == BASELINE]
     if not naive:
         return []
     case = next((c for c in naive if _key(c) == LAB_CASE), naive[0])

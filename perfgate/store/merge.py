@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import copy
 
+from perfgate.fields import Field, RunField
+
 
 class MergeError(ValueError):
     """Parts that cannot be one run; the message says which parts and why."""
@@ -23,7 +25,7 @@ def merge_runs(parts: dict[str, dict], kind: str = "worker") -> dict:
     if not parts:
         raise MergeError(f"no {kind} wrote a run: nothing to merge")
     labels = sorted(parts)
-    _same(parts, labels, kind, "hardware", lambda run: _perfgate(run).get("hardware_key"),
+    _same(parts, labels, kind, "hardware", lambda run: _perfgate(run).get(RunField.HARDWARE_KEY),
           "one key per run")  # fmt: skip
     _same(parts, labels, kind, "commits", lambda run: (run.get("commit_info") or {}).get("id"),
           f"merge the {kind}s of one commit")  # fmt: skip
@@ -31,9 +33,9 @@ def merge_runs(parts: dict[str, dict], kind: str = "worker") -> dict:
     merged = copy.deepcopy({k: v for k, v in first.items() if k != "benchmarks"})
     merged["datetime"] = min(str(parts[label].get("datetime") or "") for label in labels)
     merged["benchmarks"] = _benchmarks(parts, labels, kind)
-    facts = merged.setdefault("machine_info", {}).setdefault("perfgate", {})
-    facts.pop("shard", None)
-    facts["gpu_health"] = _health(parts, labels)
+    facts = merged.setdefault("machine_info", {}).setdefault(RunField.PERFGATE, {})
+    facts.pop(RunField.SHARD, None)
+    facts[RunField.GPU_HEALTH] = _health(parts, labels)
     facts[f"{kind}s"] = labels
     return merged
 
@@ -44,7 +46,7 @@ def merge_shards(runs: list[tuple[str, dict]]) -> dict:
     parts: dict[str, dict] = {}
     counts = set()
     for where, run in runs:
-        shard = _perfgate(run).get("shard")
+        shard = _perfgate(run).get(RunField.SHARD)
         if not isinstance(shard, dict) or not {"index", "count"} <= set(shard):
             raise MergeError(f"{where} is not a shard run (no --perf-shard I/N recorded in it)")
         label = f"{shard['index']}/{shard['count']}"
@@ -73,7 +75,7 @@ def _same(parts: dict[str, dict], labels: list[str], kind: str, what: str, fact,
 
 
 def _perfgate(run: dict) -> dict:
-    return (run.get("machine_info") or {}).get("perfgate") or {}
+    return (run.get("machine_info") or {}).get(RunField.PERFGATE) or {}
 
 
 def _benchmarks(parts: dict[str, dict], labels: list[str], kind: str) -> list[dict]:
@@ -87,14 +89,14 @@ def _benchmarks(parts: dict[str, dict], labels: list[str], kind: str) -> list[di
             seen[name] = label
             entry = copy.deepcopy(entry)
             entry.setdefault("extra_info", {})[kind] = label
-            if gpu := _perfgate(parts[label]).get("gpu"):
-                entry["extra_info"]["gpu"] = gpu
+            if gpu := _perfgate(parts[label]).get(RunField.GPU):
+                entry["extra_info"][Field.GPU] = gpu
             benchmarks.append(entry)
     return benchmarks
 
 
 def _health(parts: dict[str, dict], labels: list[str]) -> dict:
-    per_part = {label: _perfgate(parts[label]).get("gpu_health") or {} for label in labels}
+    per_part = {label: _perfgate(parts[label]).get(RunField.GPU_HEALTH) or {} for label in labels}
     reasons = [
         f"{label}: {reason}"
         for label, health in per_part.items()

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from perfgate.benchmark import Benchmark, Run, RunFormatError
+from perfgate.benchmark import Benchmark, Field, Run, RunFormatError
+from perfgate.fields import RunField
 
 # pytest-benchmark's comparison table reads these stats of a compared run (its default columns)
 TABLE_STATS = ("min", "max", "mean", "stddev", "median", "iqr", "ops", "rounds", "iterations")
@@ -48,10 +49,10 @@ def check(run: Run) -> None:
     """RunFormatError naming the file and the field of the first badly typed field."""
     where = str(run.path) if run.path else "this run"
     recorded_at(run)
-    _object(run.machine_info.get("perfgate"), f"{where}: machine_info.perfgate")
-    for name in ("software", "gpu_health"):
+    _object(run.machine_info.get(RunField.PERFGATE), f"{where}: machine_info.perfgate")
+    for name in (RunField.SOFTWARE, RunField.GPU_HEALTH):
         _object(run.perfgate.get(name), f"{where}: machine_info.perfgate.{name}")
-    key = run.perfgate.get("hardware_key")
+    key = run.perfgate.get(RunField.HARDWARE_KEY)
     if key is not None and not isinstance(key, str):
         raise RunFormatError(f"{where}: machine_info.perfgate.hardware_key must be a string")
     for benchmark in run.benchmarks.values():
@@ -59,7 +60,7 @@ def check(run: Run) -> None:
 
 
 def _check_benchmark(benchmark: Benchmark, where: str) -> None:
-    declared = benchmark.extra_info.get("perfgate")
+    declared = benchmark.extra_info.get(Field.DECLARATIONS)
     _object(declared, f"{where}.perfgate")
     declared = declared or {}
     if declared.get("family") is not None and not isinstance(declared["family"], str):
@@ -69,7 +70,7 @@ def _check_benchmark(benchmark: Benchmark, where: str) -> None:
     ratios = declared.get("ratios") or []
     if not isinstance(ratios, list) or not all(_ratio(r) for r in ratios):
         raise RunFormatError(f"{where}.perfgate.ratios must be a list of perfgate.Ratio objects")
-    reduced = benchmark.extra_info.get("reduced_clock_rounds")
+    reduced = benchmark.extra_info.get(Field.REDUCED_CLOCK_ROUNDS)
     if reduced is not None and not (_number(reduced, above=-1) and float(reduced).is_integer()):
         raise RunFormatError(f"{where}.reduced_clock_rounds must be a count of rounds")
 

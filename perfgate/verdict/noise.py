@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfgate.benchmark import Benchmark
+from perfgate.fields import Clock
 from perfgate.verdict.rules import DEFAULT_TIME_THRESHOLD, Thresholds, threshold_for
 
 # Why 5: the gate compares two medians that each carry the noise sigma, so their log ratio has
@@ -33,7 +34,7 @@ from perfgate.verdict.rules import DEFAULT_TIME_THRESHOLD, Thresholds, threshold
 # 0.24 % of a set of 5, 0.08 % from 5 blocks of independent rounds. The floors, and the
 # significance tests the time rule also requires, stand between that and a false alarm.
 NOISE_MULTIPLIER = 5.0
-DEVICE_CLOCK = "cuda_graph_events"  # timing.time_device on CUDA: a kernel's GPU time
+DEVICE_CLOCK = Clock.DEVICE  # timing.time_device on CUDA: a kernel's GPU time
 # Device-timed kernels vary ~1 % between H100 sessions (issue 14), and a 3 % slowdown must be
 # confirmed at least 95 % of the time: a 3 % floor would catch only about half of them (the
 # measured ratio falls either side of 1.03), so the floor sits below 3 % by a few noise widths.

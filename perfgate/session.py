@@ -1,9 +1,11 @@
-"""The baseline store inside a pytest session: which folder, which baseline, where a save goes.
+"""One pytest session's state: its hardware folder, the chosen baseline, the saver, and "the gate
+cannot run".
 
 Decided in ``pytest_configure``, before the first benchmark runs, so a missing or broken baseline
 costs a second, not a GPU run. perfgate loads and checks baselines itself and tells
 pytest-benchmark to load nothing (``_pytest_benchmark.show_comparison_with`` then gives its table
-the chosen run).
+the chosen run). Which run is the baseline, and its set, is ``store.baseline``'s one choice, the
+same as the CLI's.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from perfgate import _pytest_benchmark, options, store
-from perfgate.benchmark import Run, with_bounded_data
-from perfgate.store import saving
+from perfgate.benchmark import Run
+from perfgate.fields import with_bounded_data
+from perfgate.store import baseline, saving
 from perfgate.store import schema as run_schema
 
 GATE_NOT_RUN = 6  # exit status: the gate could not run, or gated nothing (README: exit codes)
@@ -75,7 +78,7 @@ def storage_folder(config: pytest.Config, key: str) -> Path:
             "folders (e.g. baselines/), or add --benchmark-save=NAME to start a new store there"
         )
         _refuse(config, message)
-    return root / key
+    return baseline.key_folder(root, key)
 
 
 def _refuse(config: pytest.Config, message: str) -> None:
@@ -119,9 +122,7 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
     if not wanted and not gate:
         return choice
     try:
-        choice.baseline, choice.members = _baseline_and_set(
-            wanted, folder, _no_runs(config, choice)
-        )
+        choice.baseline, choice.members = baseline.choose(wanted, folder, _no_runs(config, choice))
     except store.StoreError as error:
         if gate:
             raise GateCannotRun(str(error)) from error
@@ -131,7 +132,7 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
         _pytest_benchmark.drop_compare_fail(config)
         return choice
     if gate:
-        _require_samples(choice.members)
+        require_samples(choice.members)
     _check_hardware(config, choice.members, key, gate)
     try:
         store.check_for_comparison_table(choice.baseline)  # pytest-benchmark's table shows it
@@ -152,34 +153,10 @@ def _check(check, *arguments) -> None:
         raise pytest.UsageError(str(error)) from error
 
 
-def _baseline_and_set(
-    wanted: object, folder: Path, no_runs: str | None = None
-) -> tuple[Run, list[Run]]:
-    """The run that --benchmark-compare names (the newest when bare) and its baseline set;
-    ``no_runs``: the message when the folder has none."""
-    runs = [run for run in store.saved_runs(folder) if not run_schema.from_the_future(run)]
-    path = _wanted_path(wanted, folder, runs, no_runs).resolve()
-    for run in runs:
-        if run.path.resolve() == path:
-            return run, store.baseline_set(run, runs)
-    baseline = store.load(path)  # a run file outside the hardware folder: a set of one
-    if run_schema.from_the_future(baseline):
-        raise store.StoreError(store.future_message(baseline))
-    return baseline, [baseline]
-
-
-def _wanted_path(wanted: object, folder: Path, runs: list[Run], no_runs: str | None) -> Path:
-    if not wanted or wanted is True:
-        if not runs:
-            raise store.NoSuchRun(no_runs or f"{store.no_runs_message(folder)}; {store.SAVE_HINT}")
-        return runs[-1].path
-    return store.resolve(str(wanted), folder)
-
-
 def _check_hardware(config: pytest.Config, members: list[Run], key: str, gate: bool) -> None:
     """A baseline recorded on other hardware: the gate refuses it, a comparison warns."""
     for run in members:
-        recorded = run.perfgate.get("hardware_key")
+        recorded = run.recorded_key
         if recorded and recorded != key:
             line = (
                 f"baseline {run.path} was recorded on {recorded}, and this machine is {key}; "
@@ -199,7 +176,8 @@ def _no_runs(config: pytest.Config, choice: BaselineChoice) -> str:
     return f"no saved run in {folder} to compare with; {save_hint(config)}"
 
 
-def _require_samples(members: list[Run]) -> None:
+def require_samples(members: list[Run]) -> None:
+    """GateCannotRun when a run of the baseline set has no per-round data."""
     for run in members:
         if bare := run.without_samples():
             raise GateCannotRun(

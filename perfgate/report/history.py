@@ -1,5 +1,5 @@
-"""``perfgate history``: one benchmark across every saved run of a hardware folder, as a table
-with environment changes marked, and a PNG per benchmark."""
+"""The history of a benchmark (``perfgate history``): its median in every saved run of a hardware
+folder, as a table with environment changes and steps marked, and a PNG per benchmark."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.benchmark import Run, describe_changes, environment_changes
-from perfgate.cli.runs import matches
+from perfgate.report.common import matches
 from perfgate.report.tables import MISSING, fmt_time, render
 from perfgate.verdict.steps import steps_text
 

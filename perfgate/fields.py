@@ -1,0 +1,145 @@
+"""The name of every field perfgate stores in a benchmark's ``extra_info``, and how much
+per-round data a stored run keeps. ``perfgate.benchmark`` re-exports ``Field``: writers (the
+measure stage) and readers (``Benchmark``'s accessors) use these names, never a typed string.
+
+The lab's own facts that a test records (``implementation``, ``batch``, ...) are named in
+``Fact``; a test may record any other field, which the dashboard shows when it is a ratio.
+"""
+
+from __future__ import annotations
+
+# Per-round data a run keeps per benchmark: at most this many rounds, evenly spaced in the order
+# they were measured (so the noise blocks of verdict.noise stay in order). The verdict's
+# bootstrap resamples no more than this many a side anyway (stats.BOOTSTRAP_POINTS, equal; this
+# module imports nothing, so the measure stage names fields without loading numpy or scipy); the
+# stats pytest-benchmark computes (min, max, mean, ...) stay those of every round measured.
+KEPT_ROUNDS = 2000
+HOST_BOUND_FRACTION = 0.8  # Field.HOST_BOUND: host enqueue above this share of the device time
+REDUCED_CLOCK_FRACTION = 0.95  # Field.REDUCED_CLOCK_ROUNDS: a round below this share of the
+# case's highest SM clock (the verdict builds its messages from both)
+ROUNDS_KEPT = "rounds_kept"  # stats field: how many of stats.rounds are in stats.data, if fewer
+
+
+class Field:
+    """``extra_info`` fields written by perfgate's measure stage and the plugin."""
+
+    DECLARATIONS = "perfgate"  # the test's marker: family, threshold, ratios
+    CLOCK = "clock"  # how the rounds were timed: one of the Clock values
+    ITERATIONS, ROUNDS = "iterations", "rounds"  # the plan of the timed loop
+    CALLS_PER_ITERATION = "calls_per_iteration"  # rotating buffer sets per CUDA graph replay
+    HOST_ENQUEUE_S = "host_enqueue_s"  # seconds the host takes to enqueue one call
+    DEVICE_S = "do_bench_s"  # device seconds per call (triton's do_bench median)
+    HOST_BOUND = "host_bound"  # the host enqueue took most of the device time: host-limited
+    EAGER_HOST_BOUND = "eager_host_bound"  # the same, for the case run eagerly (not in a graph)
+    SM_CLOCK_MHZ = "sm_clock_mhz"  # the SM clock read after each round (NVML)
+    REDUCED_CLOCK_ROUNDS = "reduced_clock_rounds"  # rounds below REDUCED_CLOCK_FRACTION
+    GPU = "gpu"  # the GPU that timed the case under pytest-xdist: index, physical index, uuid
+    WORKER, SHARD = "worker", "shard"  # the part of a merged run the case came from
+    PROFILE = "profile"  # the compact per-kernel record of a profiled case
+    LAUNCH_COUNTS = "launch_counts"  # kernel launches, graph launches and nodes per call
+    TFLOPS, GBPS = "tflops", "gbps"  # throughput at the median time
+    MEASURE = "measure"  # "instructions" for a counted case (not timed)
+    INSTRUCTIONS = "instructions"  # CPU instructions per call (callgrind)
+    INSTRUCTIONS_BY_LAYOUT, LAYOUT = "instructions_by_layout", "layout"
+    INJECTED_INSTRUCTIONS = "injected_instructions"  # gate validation: +N injected per call
+    UNINJECTED_PER_CALL = "uninjected_per_call"  # the same case counted before injection
+    COUNTERS = "counters"  # exact counters per call: Python calls, ATen operators, graphs
+    UNCOUNTED = "uncounted"  # what could not be counted, and why
+    TOP_FUNCTIONS = "top_functions"  # (function, instructions) pairs, for attribution
+    ALLOCATOR_INSTRUCTIONS = "allocator_instructions"  # instructions spent in malloc and free
+    CODE_PATH = "code_path"  # which implementation a dispatching case ran
+    PEAK_BYTES = "peak_bytes"  # peak memory of a call (bytes)
+    FORWARD_PEAK_BYTES = "forward_peak_bytes"  # peak memory of a forward pass (bytes)
+    DEVICE = "device"  # the device the case ran on
+
+
+class RunField:
+    """Fields of a run's ``machine_info["perfgate"]`` (``RunField.PERFGATE``), by the plugin."""
+
+    PERFGATE = "perfgate"
+    HARDWARE_KEY = "hardware_key"  # the hardware folder the run belongs in
+    SOFTWARE = "software"  # python, torch, triton, cuda, cudnn versions
+    GPU_HEALTH = "gpu_health"  # available, trusted, untrusted_reasons, driver_version
+    CLOCKS_LOCKED = "clocks_locked"  # --perf-lock-clocks held the GPU at its base clock
+    HOST_MALLOC = "host_malloc"  # the host allocator setting of the suite
+    TIER = "tier"  # the suite's --perf-tier
+    SHARD = "shard"  # --perf-shard I/N: {"index": I, "count": N}
+    GPU = "gpu"  # a pytest-xdist worker's GPU (Field.GPU of each of its cases)
+
+
+class Clock:
+    """Values of ``Field.CLOCK``."""
+
+    DEVICE = "cuda_graph_events"  # timing.time_device on CUDA: a kernel's GPU time
+    CUDA_EVENTS = "cuda_events"  # timing.time_wall on CUDA: synchronized wall time in events
+    PERF_COUNTER = "perf_counter"  # timing.time_wall on the CPU
+    DISABLED, COUNTED, PROFILED = "disabled", "counted", "profiled"  # not timed
+
+
+class Fact:
+    """Facts the lab's tests record, read by the report."""
+
+    IMPLEMENTATION, DTYPE, SHAPE, BATCH = "implementation", "dtype", "shape", "batch"
+    MODE, VARIANT, ENCODER, SEQUENCE = "mode", "variant", "encoder", "sequence"
+    ELEMENTS, GROUP_SIZE, WEIGHT_SHAPE = "elements", "group_size", "weight_shape"
+    COPY_GBPS, FRACTION_OF_COPY = "copy_gbps", "fraction_of_copy"  # the copy roofline
+    MIN_BYTES, STORAGE_BYTES = "min_bytes", "storage_bytes"  # bytes a kernel must move, stores
+    PERSISTENT_BYTES = "persistent_bytes"  # memory held between calls (weights, caches)
+    FP32_PEAK_BYTES, FP32_PERSISTENT_BYTES = "fp32_peak_bytes", "fp32_persistent_bytes"
+    PEAK_SAVED, PERSISTENT_SAVED = "peak_saved_fraction", "persistent_saved_fraction"
+    THEORETICAL_SAVED = "theoretical_saved_fraction"  # the format's bound on the saving
+    QUANTIZABLE_SHARE = "quantizable_linear_share"  # of the weights, in quantizable Linears
+    RELATIVE_ERROR = "relative_error_vs_fp32"
+    MEAN_PER_CALL_S = "mean_per_call_s"
+
+
+class StoredFields:
+    """Typed reading of a benchmark's stored fields (``extra_info``), by their names above."""
+
+    extra_info: dict
+
+    def number(self, name: str) -> float | None:
+        """A numeric field (bools are not numbers); None when absent."""
+        value = self.extra_info.get(name)
+        return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    def record(self, name: str) -> dict | None:
+        """A field that holds an object (``Field.PROFILE``, ``LAUNCH_COUNTS``, ...); None when
+        absent."""
+        value = self.extra_info.get(name)
+        return value if isinstance(value, dict) else None
+
+    def fact(self, name: str, default: object = None) -> object:
+        """A fact the test recorded (``Fact``), as stored; ``default`` when absent."""
+        return self.extra_info.get(name, default)
+
+
+def kept(data: list) -> list:
+    """At most ``KEPT_ROUNDS`` of ``data``, evenly spaced in order, first and last included."""
+    if len(data) <= KEPT_ROUNDS:
+        return data
+    step = (len(data) - 1) / (KEPT_ROUNDS - 1)
+    return [data[round(i * step)] for i in range(KEPT_ROUNDS)]
+
+
+def with_rounds_kept(entry: dict) -> dict:
+    """A copy of one benchmark entry of a run's JSON whose ``stats.data`` holds only the kept
+    rounds, with ``stats.rounds_kept`` saying how many when that is fewer than ``stats.rounds``;
+    every other field (the exact statistics of every round) as it was."""
+    stats = entry.get("stats")
+    data = stats.get("data") if isinstance(stats, dict) else None
+    if not isinstance(data, list) or len(data) <= KEPT_ROUNDS:
+        return entry
+    return {**entry, "stats": {**stats, "data": kept(data), ROUNDS_KEPT: KEPT_ROUNDS}}
+
+
+def with_bounded_data(run_json: dict) -> dict:
+    """A copy of a run's JSON, each benchmark's per-round data bounded (``with_rounds_kept``)."""
+    benchmarks = run_json.get("benchmarks")
+    if not isinstance(benchmarks, list):
+        return run_json
+    return {**run_json, "benchmarks": [_bounded(entry) for entry in benchmarks]}
+
+
+def _bounded(entry: object) -> object:
+    return with_rounds_kept(entry) if isinstance(entry, dict) else entry

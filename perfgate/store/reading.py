@@ -1,0 +1,190 @@
+"""Reading runs: load and check one run file (once), list a hardware folder's runs oldest first,
+and find the run a RUN argument names (a path, a run number or a name fragment)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+from pathlib import Path
+
+from perfgate.benchmark import Run, RunFormatError, run_from_json
+from perfgate.fields import with_bounded_data
+from perfgate.store import schema as run_schema
+
+RUN_FILE = re.compile(r"^(\d{4,})_(.*)\.json$")
+SAVE_HINT = "record one with `pytest perf_tests --benchmark-save=NAME`"
+
+
+class StoreError(Exception):
+    """A run file or store folder that cannot be used; the message names it and what to do."""
+
+
+class NoSuchRun(StoreError):
+    """A RUN argument, or a hardware folder, that names no saved run."""
+
+
+def load(path: Path) -> Run:
+    """Read and check one run file; StoreError naming the file and what to do."""
+    path = Path(path)
+    return _load(path.resolve(), _stamp(path))
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    try:
+        status = path.stat()
+    except OSError as error:
+        raise StoreError(f"cannot read run {path}: {error.strerror}") from error
+    return status.st_mtime_ns, status.st_size
+
+
+@functools.lru_cache(maxsize=256)
+def _load(path: Path, stamp: tuple[int, int]) -> Run:  # stamp: re-read a file that changed
+    data = _bounded_json(path, stamp)
+    try:
+        run = run_from_json(data, path)
+        run_schema.check(run)
+    except RunFormatError as error:
+        raise StoreError(f"{error}; {_restore(path)}") from error
+    return run
+
+
+def comparison_entries(path: Path) -> list:
+    """The benchmark entries of a loaded run as pytest-benchmark's table reads them (every
+    statistic, per-round data bounded), from the same single read as ``load``."""
+    path = Path(path)
+    return _bounded_json(path.resolve(), _stamp(path))["benchmarks"]
+
+
+@functools.lru_cache(maxsize=4)  # the run just loaded, for comparison_entries
+def _bounded_json(path: Path, stamp: tuple[int, int]) -> dict:
+    """The file's JSON with every benchmark's per-round data bounded (an older run may hold
+    every round: hundreds of MB as Python floats, dropped here as soon as it is parsed)."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as error:
+        raise StoreError(f"cannot read run {path}: {error.strerror}") from error
+    except UnicodeDecodeError as error:
+        raise StoreError(
+            f"run {path} is not UTF-8 text ({error.reason}); {_restore(path)}"
+        ) from error
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise StoreError(
+            f"run {path} is not valid JSON ({error.msg} at line {error.lineno}); it may be "
+            f"truncated: {_restore(path)}"
+        ) from error
+    return with_bounded_data(data) if isinstance(data, dict) else data
+
+
+def _restore(path: Path) -> str:
+    return f"restore it from git (`git checkout -- {path}`) or move it out of the store"
+
+
+def run_files(folder: Path) -> list[Path]:
+    """Every NNNN_name.json under a hardware folder (any subfolder, symlinked ones followed
+    once), in no particular order."""
+    if not folder.is_dir():
+        return []
+    found, seen = [], set()
+    for place, folders, files in os.walk(folder, followlinks=True):
+        real = os.path.realpath(place)
+        if real in seen:  # a symlink back to a folder already walked
+            folders.clear()
+            continue
+        seen.add(real)
+        found += [Path(place) / name for name in files if RUN_FILE.match(name)]
+    return found
+
+
+def number_of(path: Path) -> int:
+    return int(RUN_FILE.match(Path(path).name).group(1))
+
+
+def saved_runs(folder: Path) -> list[Run]:
+    """The runs of a hardware folder, oldest first by recorded datetime (then number)."""
+    runs = [load(p) for p in run_files(folder)]
+    return sorted(
+        runs, key=lambda run: (run_schema.recorded_at(run), number_of(run.path), str(run.path))
+    )
+
+
+def future_message(run: Run) -> str:
+    return (
+        f"run {run.path} is dated {run.datetime}, in the future: it is not used as a "
+        "baseline; fix its datetime (or the clock of the machine that saved it)"
+    )
+
+
+def check_for_comparison_table(run: Run) -> None:
+    """StoreError unless pytest-benchmark's comparison table can show ``run`` (its stats)."""
+    try:
+        run_schema.check_table_stats(run, comparison_entries(run.path))
+    except RunFormatError as error:
+        raise StoreError(str(error)) from error
+
+
+def hardware_keys(root: Path) -> list[str]:
+    """The hardware keys that have saved runs under a baseline root."""
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and run_files(p))
+
+
+def no_runs_message(folder: Path) -> str:
+    keys = hardware_keys(folder.parent)
+    others = f"keys with runs there: {', '.join(keys)}" if keys else "it has no runs at all"
+    return f"no baseline for this hardware ({folder.name}) in {folder.parent} ({others})"
+
+
+def resolve(argument: str, folder: Path) -> Path:
+    """The run file a RUN argument names: an existing path, or a run number (``3``, ``0003``)
+    or a name fragment (``h100-full``) that names exactly one run in the hardware ``folder``."""
+    path = Path(argument)
+    if path.is_file():
+        return path
+    if path.suffix == ".json" or os.sep in argument:
+        raise NoSuchRun(
+            f"run file {path} does not exist; pass an existing pytest-benchmark JSON file, or a "
+            f"run number such as 0001 from {folder}"
+        )
+    files = sorted(run_files(folder), key=lambda p: (number_of(p), str(p)))
+    if not files:
+        raise NoSuchRun(f"{no_runs_message(folder)}; {SAVE_HINT}, or pass a run file's path")
+    hits = [p for p in files if _names(p, argument)]
+    if len(hits) == 1:
+        return hits[0]
+    listing = ", ".join(p.name for p in (hits or files))
+    if hits:
+        raise StoreError(
+            f"'{argument}' names several runs in {folder}: {listing}; be more specific"
+        )
+    raise NoSuchRun(f"no run '{argument}' in {folder}; saved runs there: {listing}")
+
+
+def _names(path: Path, argument: str) -> bool:
+    if argument.isdigit():
+        return number_of(path) == int(argument)
+    return argument.lower() in path.stem.lower()
+
+
+def read_json(path: Path) -> dict:
+    """A run file's JSON as it is, checked first as ``load`` checks it."""
+    load(path)
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def read_results(path: Path) -> Run:
+    """A session's ``--benchmark-json`` output (not a stored run), read and checked; StoreError
+    naming the file."""
+    path = Path(path)
+    try:
+        run = run_from_json(json.loads(path.read_text(encoding="utf-8")), path)
+        run_schema.check(run)
+    except OSError as error:
+        raise StoreError(f"cannot read {path}: {error.strerror}") from None
+    except (ValueError, RunFormatError) as error:
+        raise StoreError(f"{path}: {error}") from None
+    return run

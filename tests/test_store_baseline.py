@@ -1,0 +1,129 @@
+"""The one baseline choice (``perfgate.store.baseline``): which run of a hardware folder is the
+baseline and which runs form its set, the same for the pytest plugin and the ``perfgate`` CLI."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from synthetic_runs import entry, rounds, run_json
+
+from perfgate import store
+from perfgate.cli import main
+from perfgate.store import baseline
+
+KEY = "TEST-KEY"
+TABLE = {"min": 1e-3, "max": 2e-3, "mean": 1.5e-3, "stddev": 1e-4, "iqr": 1e-4, "ops": 600.0,
+         "rounds": 30, "iterations": 1}  # fmt: skip
+
+
+def save(folder: Path, number: int, name: str, day: str, torch: str = "2.13.0") -> Path:
+    benchmark = entry("t.py::test_a", rounds(number))
+    benchmark["stats"].update(TABLE)
+    data = run_json(benchmark, datetime=f"{day}T10:00:00+00:00", software={"torch": torch})
+    path = folder / "machine" / f"{number:04d}_{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """0001 other, 0002-0004 base (0002 in another environment), 0005 base in the future."""
+    key = tmp_path / "baselines" / KEY
+    save(key, 1, "other", "2026-11-01")
+    save(key, 2, "base", "2026-11-02", torch="2.12.0")
+    save(key, 3, "base", "2026-11-03")
+    save(key, 4, "base", "2026-11-04")
+    save(key, 5, "base", "2999-01-01")
+    return key
+
+
+def names(runs) -> list[str]:
+    return [run.path.name for run in runs]
+
+
+def test_the_newest_run_not_dated_in_the_future_is_the_baseline(folder):
+    run, members = baseline.choose(None, folder)
+    assert run.path.name == "0004_base.json"
+    assert names(members) == ["0003_base.json", "0004_base.json"]  # 0002: another torch
+
+
+def test_a_named_run_is_the_baseline_with_the_runs_saved_just_before_it(folder):
+    run, members = baseline.choose("0003", folder)
+    assert names(members) == ["0003_base.json"] and members[-1] is run
+    assert names(baseline.choose("other", folder)[1]) == ["0001_other.json"]
+
+
+def test_a_run_dated_in_the_future_is_refused_by_name(folder):
+    with pytest.raises(store.StoreError, match="in the future"):
+        baseline.choose("0005", folder)
+
+
+def test_an_empty_folder_says_what_to_do(tmp_path):
+    with pytest.raises(store.NoSuchRun, match="no baseline for this hardware"):
+        baseline.choose(None, tmp_path / KEY)
+    with pytest.raises(store.NoSuchRun, match="say this"):
+        baseline.choose(True, tmp_path / KEY, "say this")
+
+
+def test_a_run_outside_a_hardware_folder_is_a_set_of_one(folder, tmp_path):
+    loose = tmp_path / "loose.json"
+    loose.write_text((folder / "machine" / "0004_base.json").read_text())
+    run, members = baseline.choose(str(loose), folder)
+    assert members == [run] and run.path == loose.resolve()
+    assert baseline.set_of(store.load(loose)) == [store.load(loose)]
+
+
+def test_set_of_a_loaded_run_is_the_set_choose_gives(folder):
+    for wanted in ("0001", "0003", "0004", None):
+        run, members = baseline.choose(wanted, folder)
+        assert baseline.set_of(run) == members
+
+
+def test_a_set_holds_at_most_max_set_runs(tmp_path):
+    key = tmp_path / KEY
+    for number in range(1, baseline.MAX_SET_RUNS + 3):
+        save(key, number, "base", f"2026-11-{number:02d}")
+    assert len(baseline.choose(None, key)[1]) == baseline.MAX_SET_RUNS
+
+
+def test_the_plugin_and_the_cli_choose_the_same_run_and_set(folder, pytester, monkeypatch):
+    """Given the same folder, a pytest session's --benchmark-compare and ``perfgate compare``
+    name the same baseline and the same set."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makepyfile(test_a="def test_a(benchmark):\n    benchmark(sum, [1, 2])\n")
+    root = folder.parent
+    for wanted in ("", "=0004", "=0001"):
+        session = pytester.runpytest_subprocess(
+            "-p", "perfgate.plugin", "-p", "no:cacheprovider", "-o", "perfgate=true",
+            f"--benchmark-storage=file://{folder}", f"--benchmark-compare{wanted}",
+        )  # fmt: skip
+        said = [line for line in session.outlines if "perfgate: comparing with" in line]
+        assert session.ret == 0 and len(said) == 1, session.outlines
+        run, members = baseline.choose(wanted.lstrip("=") or None, folder)
+        assert str(run.path) in said[0]
+        assert ("a set with" in said[0]) == (len(members) > 1)
+        assert all(m.path.name in said[0] for m in members)
+        out, err = io.StringIO(), io.StringIO()
+        argv = ["compare", run.path.name[:4], "0001" if run.path.name[:4] != "0001" else "0004",
+                "--baselines", str(root), "--hardware", KEY]  # fmt: skip
+        assert main(argv, out=out, err=err) == 0, err.getvalue()
+        earlier = ", ".join(names(members[:-1]))
+        assert (f"as a baseline set with {earlier} (" in out.getvalue()) == (len(members) > 1)
+
+
+def test_the_cli_never_takes_a_run_dated_in_the_future_as_the_newest(folder):
+    out, err = io.StringIO(), io.StringIO()
+    argv = ["compare", "--baselines", str(folder.parent), "--hardware", KEY, "--json"]
+    assert main(argv, out=out, err=err) == 0, err.getvalue()
+    report, said = ["report", "--baselines", str(folder.parent), "--hardware", KEY], io.StringIO()
+    assert main(report, out=io.StringIO(), err=said) == 2  # the newest run: not a lab run
+    assert "0004_base.json has none of them" in said.getvalue()
+    text = io.StringIO()
+    assert main(argv[:-1], out=text, err=err) == 0
+    assert "0003_base.json" in text.getvalue() and "0004_base.json" in text.getvalue()
+    assert "0005" not in text.getvalue()
