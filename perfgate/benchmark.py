@@ -7,7 +7,7 @@ JSON), checked once here. Nothing else in perfgate reads a benchmark as a raw di
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -256,3 +256,28 @@ def environment_changes(before: dict, after: dict) -> list[tuple[str, str, str]]
 
 def describe_changes(changes: list[tuple[str, str, str]]) -> str:
     return "; ".join(f"{key} {old} -> {new}" for key, old, new in changes)
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A same-run ratio declared on a test, for the gate.
+
+    Either a ratio to a reference case of the same test: ``key`` names the parameter that differs
+    and ``reference`` its value in the reference case (``Ratio("speedup over naive",
+    key="implementation", reference="naive")``); with ``higher_is_better`` the ratio is
+    reference / this (a speedup), else this / reference (a relative latency). Or an ``extra_info``
+    field the test stores that already is a ratio (``Ratio("fraction of copy", field=...)``).
+    """
+
+    name: str
+    key: str | None = None
+    reference: object = None
+    field: str | None = None
+    higher_is_better: bool = True
+
+    def __post_init__(self) -> None:
+        if (self.key is None) == (self.field is None):
+            raise ValueError(f"Ratio {self.name!r}: give either key and reference, or field")
+
+    def as_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from perfgate.verdict.pairing import Ratio
+from perfgate.benchmark import Ratio
 
 KEYWORDS = {"family", "threshold", "ratios"}
 

@@ -23,6 +23,7 @@ from perfgate.outputs import BadOutput
 from perfgate.report.plots import PlotsUnavailable
 from perfgate.store import StoreError
 from perfgate.verdict.rules import DEFAULT_ALPHA, parse_fraction, parse_thresholds
+from perfgate.verdict.steps import StepsUnavailable
 
 RESULTS = Path("perfgate-results")
 INTERRUPTED = 130  # exit status after Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
@@ -245,7 +246,7 @@ def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:
         guard.check_outputs(args, err)
         with guard.sigterm_as_interrupt():
             return _run(args, extra, argv, out, err)
-    except (StoreError, PlotsUnavailable, BadOutput) as error:
+    except (StoreError, PlotsUnavailable, BadOutput, StepsUnavailable) as error:
         print(f"perfgate {args.command}: error: {error}", file=err)
         return 2
     except KeyboardInterrupt:
