@@ -22,11 +22,9 @@ from dataclasses import dataclass
 import torch
 
 from perfgate import _pytest_benchmark
-from perfgate.measure import launch_counts, nvml
+from perfgate.measure import HOST_BOUND_FRACTION, launch_counts, nvml
 from perfgate.measure import profiler as profiling
 from perfgate.stats import median
-
-HOST_BOUND_FRACTION = 0.8  # host enqueue above this share of the device time: the host limits
 
 
 @dataclass(frozen=True)
