@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from perfgate import _pytest_benchmark
+from perfgate.measure import PROFILE_ROWS
 from perfgate.reruns import run_again, say
-from perfgate.verdict.attribution import PROFILE_ROWS
 
 if TYPE_CHECKING:  # torch is imported where a case is profiled, never by the gate's session
     import torch

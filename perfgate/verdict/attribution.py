@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from perfgate.measure import PROFILE_ROWS
 from perfgate.measure.instructions import ALLOCATOR, STORED_FUNCTIONS, stable_name
 
 ROWS = 10  # parts shown: kernels, allocation sites, functions
-PROFILE_ROWS = 15  # parts a stored profile keeps of each kind (kernels, allocation sites)
 
 PARTS = {  # what a profile lists: key, heading, how one value is written
     "time": ("time_us", "kernels by change in {clock} time per call", "{:,.1f} us"),
