@@ -1,6 +1,8 @@
 """The one verdict path: ``judge`` decides, for every benchmark of a current run against a
 baseline (one run or a set), whether it is gated and what the gate says. ``--perf-gate`` and
 ``perfgate compare`` both call it, so for the same two runs they agree benchmark by benchmark.
+It pairs each benchmark with its baseline, says why one cannot be gated, and leaves every rule to
+``verdict.rules`` (through ``outcome.decide``), as ``perfgate ab`` and ``perfgate bisect`` do.
 
 Every benchmark ends gated (regression, unconfirmed, improvement, unchanged) or not gated with a
 reason (new, not run, host-bound, untrusted GPU, too few rounds to decide, a slowdown past the
