@@ -16,7 +16,7 @@ from synthetic_runs import entry, rounds, rounds_at, run_json, run_of
 
 from perfgate.cli import bisect_steps
 from perfgate.declarations import declarations
-from perfgate.verdict import Thresholds, Verdict, judge, paired, rules
+from perfgate.verdict import Verdict, judge, paired, parse_thresholds, rules
 from perfgate.verdict.noise import DEVICE_CLOCK, DEVICE_FLOOR
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,22 +33,24 @@ def benchmark_entry(samples: list[float], declared: dict | None) -> dict:
     return entry(NAME, samples, extra={"clock": DEVICE_CLOCK}, declared=declared)
 
 
-def three_paths(tmp_path: Path, factor: float, declared: dict | None, cv: float = 0.002):
+def three_paths(tmp_path: Path, factor: float, declared: dict | None, cv=0.002, given=None):
     """(gate, ab, bisect) verdict rows of one device-timed case: A's blocks against B's blocks,
-    the gate and bisect seeing every block of a side as one run's rounds."""
+    the gate and bisect seeing every block of a side as one run's rounds. ``given``: the
+    threshold given on the command line (``--perf-gate-threshold``, ``--threshold``)."""
     a, b = blocks(1.0, 0, cv), blocks(factor, 100, cv)
     a_run, b_run = (run_of(benchmark_entry(sum(side, []), declared)) for side in (a, b))
-    (gate,) = judge([a_run], b_run, Thresholds(), confirmation=b_run)
+    thresholds = parse_thresholds([given] if given else [])
+    (gate,) = judge([a_run], b_run, thresholds, confirmation=b_run)
     pairs = [
         (run_of(benchmark_entry(x, declared)).benchmarks[NAME],
          run_of(benchmark_entry(y, declared)).benchmarks[NAME])
         for x, y in zip(a, b, strict=True)
     ]  # fmt: skip
-    ab = paired.judge_pairs(NAME, pairs, Thresholds())
+    ab = paired.judge_pairs(NAME, pairs, thresholds)
     good, now = tmp_path / "good.json", tmp_path / "now.json"
     for path, samples in ((good, sum(a, [])), (now, sum(b, []))):
         path.write_text(json.dumps(run_json(benchmark_entry(samples, declared))))
-    step, (bisected,) = bisect_steps.judge(good, now, None, 0.01, earlier_good=good)
+    step, (bisected,) = bisect_steps.judge(good, now, thresholds.default, 0.01, earlier_good=good)
     return gate, ab, step, bisected
 
 
@@ -75,6 +77,17 @@ def test_ab_and_bisect_reach_the_gates_verdict_at_the_gates_threshold(
     else:  # quiet rounds: the device floor, not the default 10 %
         assert gate.threshold == DEVICE_FLOOR
         assert gate.threshold_source.startswith(f"floor {DEVICE_FLOOR:.0%}")
+
+
+@pytest.mark.parametrize(
+    "given, verdict, step",
+    [("5%", Verdict.REGRESSION, bisect_steps.BAD), ("0.1", Verdict.UNCHANGED, bisect_steps.GOOD)],
+)
+def test_a_threshold_given_decides_every_path_alike(tmp_path, given, verdict, step):
+    gate, ab, found, bisected = three_paths(tmp_path, 1.08, None, given=given)
+    assert gate.verdict is ab.verdict is verdict
+    assert (bisected["verdict"], found) == (str(verdict), step)
+    assert gate.threshold_source == ab.threshold_source == bisected["threshold_source"]
 
 
 def test_a_noisy_case_is_not_gated_on_every_path(tmp_path):

@@ -5,6 +5,7 @@ comparisons, and the threshold settings."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -105,7 +106,7 @@ def test_time_improvement_mirrors_regression():
         (lambda: TimeRegression(threshold=10), "threshold"),  # percent given for a fraction
         (lambda: TimeRegression(alpha=-0.01), "alpha"),
         (lambda: Thresholds(memory_tolerance=float("nan")), "tolerance"),
-        (lambda: RatioLoss().check(Case("r", *[Benchmark("r", "r")] * 2, marker=1.0)), "ratio"),
+        (lambda: RatioLoss().check(replace(ratio_case(2.0, 1.9), marker=1.0)), "ratio threshold"),
         (lambda: Thresholds(by_name={"sdpa": 5}), "threshold of 'sdpa'"),
         (lambda: Thresholds(default=True), "default"),
         (lambda: Thresholds(ratio=1.0), "ratio"),
@@ -137,10 +138,14 @@ def test_memory_regression_tolerance():
             peak(100, bad)
 
 
-def ratio(baseline, current, higher_is_better=True, again=None, name="speedup") -> list:
-    """The RatioLoss rule's findings on one ratio, at the default 10 % threshold."""
+def ratio_case(baseline, current, higher_is_better=True, again=None, name="speedup") -> Case:
     changes = (RatioChange(name, baseline, current, again, higher_is_better),)
-    return RatioLoss().check(Case("r", *[Benchmark("r", "r")] * 2, ratios=changes))
+    return Case("r", *[Benchmark("r", "r")] * 2, ratios=changes)
+
+
+def ratio(baseline, current, higher_is_better=True, again=None) -> list:
+    """The RatioLoss rule's findings on one ratio, at the default 10 % threshold."""
+    return RatioLoss().check(ratio_case(baseline, current, higher_is_better, again))
 
 
 def test_ratio_regression_higher_and_lower_is_better():

@@ -137,6 +137,8 @@ class RatioLoss:
     name = "ratio"
 
     def check(self, case: Case) -> list[Finding]:
+        if not case.ratios:
+            return []
         limit = case.thresholds.ratio if case.marker is None else case.marker
         limit = check_fraction(limit, f"ratio threshold of {case.name}", upper=0.999)
         found = []
