@@ -17,6 +17,7 @@ import torch
 from torch._inductor.utils import fresh_inductor_cache
 
 from perf_tests.models import ResNet18
+from perfgate import Ratio
 from perfgate.measure.timing import (
     measured_median,
     seconds_per_call,
@@ -25,7 +26,6 @@ from perfgate.measure.timing import (
     time_wall,
 )
 from perfgate.stats import median
-from perfgate.verdict import Ratio
 
 pytestmark = pytest.mark.perfgate(
     family="compile",

@@ -32,6 +32,7 @@ from kernels.mxint8 import (
 )
 from kernels.mxint8.tuning import chosen_path, config_source
 from perf_tests.models import BERT_BASE, BERT_SMALL, EncoderClassifier, quantize_linears
+from perfgate import Ratio
 from perfgate.measure.timing import (
     graph_seconds_per_call,
     l2_cache_bytes,
@@ -40,7 +41,6 @@ from perfgate.measure.timing import (
     time_device,
     time_wall,
 )
-from perfgate.verdict import Ratio
 
 pytestmark = pytest.mark.perfgate(family="mxint8")
 COPY_FRACTION = Ratio("fraction of the copy roofline", field="fraction_of_copy")

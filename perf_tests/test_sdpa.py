@@ -15,8 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from perfgate import Ratio
 from perfgate.measure.timing import l2_cache_bytes, record_rates, rotation_count, time_device
-from perfgate.verdict import Ratio
 
 pytestmark = pytest.mark.perfgate(
     family="sdpa",

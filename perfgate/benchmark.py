@@ -9,7 +9,7 @@ of ``Benchmark`` below.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -269,3 +269,28 @@ def run_from_json(data: object, path: Path | None) -> Run:
     if not isinstance(machine_info, dict) or not isinstance(commit_info, dict):
         raise RunFormatError(f"{where}: machine_info and commit_info must be objects")
     return Run(path, str(data.get("datetime") or ""), machine_info, commit_info, benchmarks)
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A same-run ratio declared on a test, for the gate.
+
+    Either a ratio to a reference case of the same test: ``key`` names the parameter that differs
+    and ``reference`` its value in the reference case (``Ratio("speedup over naive",
+    key="implementation", reference="naive")``); with ``higher_is_better`` the ratio is
+    reference / this (a speedup), else this / reference (a relative latency). Or an ``extra_info``
+    field the test stores that already is a ratio (``Ratio("fraction of copy", field=...)``).
+    """
+
+    name: str
+    key: str | None = None
+    reference: object = None
+    field: str | None = None
+    higher_is_better: bool = True
+
+    def __post_init__(self) -> None:
+        if (self.key is None) == (self.field is None):
+            raise ValueError(f"Ratio {self.name!r}: give either key and reference, or field")
+
+    def as_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}

@@ -1,8 +1,9 @@
 """What a test declares for the gate, through ``@pytest.mark.perfgate(...)``.
 
-``family`` (e.g. "sdpa": ``--perf-gate-threshold sdpa=0.2`` applies), ``threshold`` (a fraction,
-wins over the command line) and ``ratios`` (same-run ratios, ``perfgate.Ratio``). Marks on the
-module, the function and a parameter combine, the closest winning for family and threshold.
+``family`` (e.g. "sdpa": ``--perf-gate-threshold sdpa=0.2`` applies), ``threshold`` (``0.1`` or
+``"10%"``, wins over the command line) and ``ratios`` (same-run ratios, ``perfgate.Ratio``).
+Marks on the module, the function and a parameter combine, the closest winning for family and
+threshold.
 The declarations are saved in each benchmark's ``extra_info["perfgate"]``, so a saved run carries
 its own rules and ``perfgate compare`` applies them without the tests at hand.
 """
@@ -11,7 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from perfgate.verdict.pairing import Ratio
+from perfgate.benchmark import Ratio
+from perfgate.verdict.thresholds import parse_fraction
 
 KEYWORDS = {"family", "threshold", "ratios"}
 
@@ -27,9 +29,10 @@ def declarations(item: pytest.Item) -> dict:
                 f"{item.nodeid}: @pytest.mark.perfgate takes only keyword arguments "
                 f"{sorted(KEYWORDS)}; got {sorted(unknown) or list(mark.args)}"
             )
-        for name in ("family", "threshold"):
-            if mark.kwargs.get(name) is not None:
-                merged[name] = mark.kwargs[name]
+        if mark.kwargs.get("family") is not None:
+            merged["family"] = mark.kwargs["family"]
+        if mark.kwargs.get("threshold") is not None:
+            merged["threshold"] = _threshold(item, mark.kwargs["threshold"])
         for ratio in mark.kwargs.get("ratios", ()):
             if not isinstance(ratio, Ratio):
                 raise pytest.UsageError(f"{item.nodeid}: perfgate ratios must be perfgate.Ratio")
@@ -37,6 +40,14 @@ def declarations(item: pytest.Item) -> dict:
     if ratios:
         merged["ratios"] = ratios
     return merged
+
+
+def _threshold(item: pytest.Item, value) -> float:
+    """A marker's threshold as a fraction: ``0.1`` or ``"10%"``; a bare 10 is ambiguous."""
+    try:
+        return parse_fraction(value)
+    except ValueError as error:
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.perfgate: {error}") from None
 
 
 def uses_benchmark(item: pytest.Item) -> bool:

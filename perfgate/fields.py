@@ -14,6 +14,7 @@ from __future__ import annotations
 # module imports nothing, so the measure stage names fields without loading numpy or scipy); the
 # stats pytest-benchmark computes (min, max, mean, ...) stay those of every round measured.
 KEPT_ROUNDS = 2000
+PROFILE_ROWS = 15  # parts a stored profile keeps of each kind (kernels, allocation sites)
 HOST_BOUND_FRACTION = 0.8  # Field.HOST_BOUND: host enqueue above this share of the device time
 REDUCED_CLOCK_FRACTION = 0.95  # Field.REDUCED_CLOCK_ROUNDS: a round below this share of the
 # case's highest SM clock (the verdict builds its messages from both)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from perfgate import Ratio
 from perfgate.benchmark import Run, run_from_json
-from perfgate.verdict import Ratio
 
 SPEEDUP = Ratio("speedup over naive attention", key="implementation", reference="naive")
 SDPA = {"family": "sdpa", "ratios": [SPEEDUP.as_json()]}

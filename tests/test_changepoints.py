@@ -12,8 +12,9 @@ import pytest
 from triage_data import FLAT, STEPPED, write_history
 
 from perfgate.cli.history_runs import load
-from perfgate.store import StoreError as RunError
+from perfgate.store.schema import aware, recorded_at
 from perfgate.verdict import steps as changepoints
+from perfgate.verdict.steps import StepsUnavailable
 
 NOISE = 0.02  # run-to-run noise, relative standard deviation
 
@@ -94,20 +95,22 @@ def test_new_steps_lists_a_step_that_only_the_newest_run_made_visible():
     # 20 steady runs, then nights 8 % slower: the third slow night makes the step significant.
     medians = list(noisy(20, 5)) + list(noisy(4, 6) * 1.08)
     runs = [fake_run(i, m) for i, m in enumerate(medians)]
-    assert changepoints.new_steps(runs[:22], since=runs[21].datetime) == []  # 2 runs: too few
-    (step,) = changepoints.new_steps(runs[:23], since=runs[22].datetime)
+    assert (
+        changepoints.new_steps(runs[:22], aware(runs[21].datetime), recorded_at) == []
+    )  # 2 runs: too few
+    (step,) = changepoints.new_steps(runs[:23], aware(runs[22].datetime), recorded_at)
     assert step.run.path.name == "0020.json" and step.change_percent > 5
     # the next night it is no longer new, but still a step of the whole history
-    assert changepoints.new_steps(runs, since=runs[23].datetime) == []
-    (again,) = changepoints.new_steps(runs, since=runs[22].datetime)
+    assert changepoints.new_steps(runs, aware(runs[23].datetime), recorded_at) == []
+    (again,) = changepoints.new_steps(runs, aware(runs[22].datetime), recorded_at)
     assert again.run is step.run
 
 
 def test_new_steps_of_no_runs_is_empty():
-    assert changepoints.new_steps([]) == []
+    assert changepoints.new_steps([], None, recorded_at) == []
 
 
 def test_without_ruptures_the_error_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "ruptures", None)
-    with pytest.raises(RunError, match="pip install ruptures"):
+    with pytest.raises(StepsUnavailable, match="pip install ruptures"):
         changepoints.detect(noisy(12, 0))

@@ -1,5 +1,6 @@
-"""Instruction counts and exact counters: the verdict, the function diff, how counts are read and
-stored, and the --perf-measure option end to end (without valgrind's slow torch import)."""
+"""Instruction counts and exact counters: the verdict (the rules InstructionCount and
+ExactCounters), the function diff, how counts are read and stored, and the --perf-measure option
+end to end (without valgrind's slow torch import)."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ import subprocess
 import pytest
 import torch
 
-from perfgate.benchmark import run_from_json
+from perfgate.benchmark import Benchmark, run_from_json
 from perfgate.measure import callgrind, callgrind_inject
 from perfgate.measure import instructions as counters
 from perfgate.measure.exact_counters import aten_operators, per_call, python_calls
 from perfgate.session import GATE_NOT_RUN
+from perfgate.verdict.attribution import function_diff
 from perfgate.verdict.judge import Verdict, judge
+from perfgate.verdict.rules import Case, findings
 
 
 def case(instructions: int, functions=(), **exact) -> dict:
@@ -28,27 +31,34 @@ def case(instructions: int, functions=(), **exact) -> dict:
     }
 
 
+def counter_findings(before: dict, now: dict, tolerance=None) -> tuple[list[str], list[str]]:
+    """(regressions, improvements) the instruction rules find; ``tolerance`` as a marker."""
+    sides = [Benchmark("t.py::case", "case", extra_info=side) for side in (before, now)]
+    found = findings("instructions", Case("t.py::case", *sides, marker=tolerance))
+    return [f.message for f in found if f.worse], [f.message for f in found if not f.worse]
+
+
 FUNCTIONS = [("sgemm", 7_000_000), ("_PyEval_EvalFrameDefault", 900_000), ("malloc", 50_000)]
 
 
 @pytest.mark.parametrize("change", [0, 0.009, -0.009])
 def test_counts_within_the_tolerance_pass(change):
-    assert counters.counter_findings(case(1_000_000), case(round(1e6 * (1 + change)))) == ([], [])
+    assert counter_findings(case(1_000_000), case(round(1e6 * (1 + change)))) == ([], [])
 
 
 def test_more_instructions_than_the_tolerance_is_a_regression():
-    regressions, improvements = counters.counter_findings(case(1_000_000), case(1_011_000))
+    regressions, improvements = counter_findings(case(1_000_000), case(1_011_000))
     assert improvements == []
     assert len(regressions) == 1 and "+1.10%" in regressions[0] and "1,011,000" in regressions[0]
 
 
 def test_a_tighter_tolerance_catches_a_smaller_increase():
-    assert counters.counter_findings(case(1_000_000), case(1_006_000))[0] == []
-    assert counters.counter_findings(case(1_000_000), case(1_006_000), tolerance=0.005)[0]
+    assert counter_findings(case(1_000_000), case(1_006_000))[0] == []
+    assert counter_findings(case(1_000_000), case(1_006_000), tolerance=0.005)[0]
 
 
 def test_fewer_instructions_is_an_improvement():
-    regressions, improvements = counters.counter_findings(case(1_000_000), case(980_000))
+    regressions, improvements = counter_findings(case(1_000_000), case(980_000))
     assert regressions == [] and "-2.00%" in improvements[0]
 
 
@@ -57,29 +67,29 @@ def test_any_increase_of_an_exact_counter_fails_and_a_decrease_improves(name):
     base = case(1_000_000, recompiles=0)
     more = case(1_000_000, **{name: base["counters"][name] + 1})
     fewer = case(1_000_000, **{name: base["counters"][name] - 1})
-    assert [m.split()[0] for m in counters.counter_findings(base, more)[0]] == [name]
-    assert [m.split()[0] for m in counters.counter_findings(base, fewer)[1]] == [name]
+    assert [m.split()[0] for m in counter_findings(base, more)[0]] == [name]
+    assert [m.split()[0] for m in counter_findings(base, fewer)[1]] == [name]
 
 
 def test_a_counter_on_one_side_only_is_not_compared():
-    assert counters.counter_findings(case(10), case(10, graph_breaks=3)) == ([], [])
+    assert counter_findings(case(10), case(10, graph_breaks=3)) == ([], [])
 
 
 @pytest.mark.parametrize("tolerance", [-0.01, 1.0, True, "1%"])
 def test_a_bad_tolerance_is_rejected(tolerance):
     with pytest.raises(ValueError, match="tolerance"):
-        counters.counter_findings(case(10), case(10), tolerance)
+        counter_findings(case(10), case(10), tolerance)
 
 
 @pytest.mark.parametrize("value", [0, None, True, "100"])
 def test_a_bad_instruction_count_names_its_side(value):
     with pytest.raises(ValueError, match="current instructions"):
-        counters.counter_findings(case(10), {**case(10), "instructions": value})
+        counter_findings(case(10), {**case(10), "instructions": value})
 
 
 def test_function_diff_lists_the_largest_changes_first():
     now = [("sgemm", 7_000_000), ("_PyEval_EvalFrameDefault", 901_000), ("crc32_z", 80_000)]
-    lines = counters.function_diff(case(1, FUNCTIONS), case(1, now), top=2)
+    lines = function_diff(case(1, FUNCTIONS), case(1, now), top=2)
     assert lines[1] == "+80,000 crc32_z (baseline not in top -> now 80,000)"
     assert lines[2] == "-50,000 malloc (baseline 50,000 -> now not in top)"
     assert len(lines) == 3 and lines[0].startswith("top 2 functions")
@@ -88,12 +98,12 @@ def test_function_diff_lists_the_largest_changes_first():
 def test_function_diff_matches_names_that_change_between_processes():
     before = [("???:0x0000000039710000 [???]", 400), ("ceval.c:_PyEval_EvalFrameDefault [lib]", 70)]
     now = [("???:0x000000003d6b7000 [???]", 400), ("ceval.c:_PyEval_EvalFrameDefault'2 [lib]", 90)]
-    lines = counters.function_diff(case(1, before), case(1, now))
+    lines = function_diff(case(1, before), case(1, now))
     assert lines[1:] == ["+20 ceval.c:_PyEval_EvalFrameDefault [lib] (baseline 70 -> now 90)"]
 
 
 def test_function_diff_without_changes_says_so():
-    assert counters.function_diff(case(1, FUNCTIONS), case(1, FUNCTIONS)) == [
+    assert function_diff(case(1, FUNCTIONS), case(1, FUNCTIONS)) == [
         "no change in the stored per-function counts"
     ]
 
@@ -105,7 +115,7 @@ def test_the_allocator_is_left_out_of_the_count_and_of_the_diff_but_shown():
               "allocator_instructions": 400}  # fmt: skip
     now = {**case(1, [("malloc.c:_int_free [libc.so.6]", 900), ("f", 12)]),
            "allocator_instructions": 1_000}  # fmt: skip
-    lines = counters.function_diff(before, now)
+    lines = function_diff(before, now)
     assert lines[1:] == [
         "+2 f (baseline 10 -> now 12)",
         "not counted: the allocator (glibc malloc.c) 400 -> 1,000 per call",

@@ -35,7 +35,7 @@ def work(case):
 CASES = """
 import pytest
 
-from perfgate.verdict import Ratio
+from perfgate import Ratio
 from virtual_clock import work
 
 @pytest.mark.perfgate(ratios=[Ratio("time relative to a", key="case", reference="a",

@@ -19,7 +19,7 @@ from perfgate.session import GATE_NOT_RUN
 from perfgate.stats import MIN_PAIRS, MIN_ROUNDS, compare_samples, rounds_needed
 from perfgate.verdict import Thresholds, Verdict, judge
 from perfgate.verdict.paired import judge_pairs
-from perfgate.verdict.rules import TOO_FEW_ROUNDS, TimeRegression
+from perfgate.verdict.time_change import TOO_FEW_ROUNDS, TimeRegression
 
 COUNTS = [1, 2, 3, 4, 5, 6, 8, 10, 30, 100, 1_000, 10_000, 100_000]
 

@@ -1,26 +1,27 @@
-"""The regression rules and thresholds of perfgate.verdict.rules: their statistics on seeded
-synthetic rounds, each condition alone on hand-made comparisons, and the threshold settings."""
+"""The rules (perfgate.verdict.rules), the time statistics they decide by (time_change) and the
+thresholds: statistics on seeded synthetic rounds, each condition alone on hand-made
+comparisons, and the threshold settings."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 from synthetic_runs import lognormal_rounds, rounds
 
+from perfgate.benchmark import Benchmark
 from perfgate.stats import Comparison, compare_samples
-from perfgate.verdict.rules import (
+from perfgate.verdict.rules import Case, PeakMemory, RatioChange, RatioLoss
+from perfgate.verdict.thresholds import (
     DEFAULT_TIME_THRESHOLD,
-    MemoryRegression,
-    RatioRegression,
     Thresholds,
-    TimeImprovement,
-    TimeRegression,
     parse_fraction,
     parse_thresholds,
     threshold_for,
 )
+from perfgate.verdict.time_change import TimeImprovement, TimeRegression
 
 
 def count_flagged(cv: float, n: int, slowdown: float, trials: int) -> int:
@@ -104,8 +105,8 @@ def test_time_improvement_mirrors_regression():
     [
         (lambda: TimeRegression(threshold=10), "threshold"),  # percent given for a fraction
         (lambda: TimeRegression(alpha=-0.01), "alpha"),
-        (lambda: MemoryRegression(tolerance=float("nan")), "tolerance"),
-        (lambda: RatioRegression(threshold=1.0), "threshold"),
+        (lambda: Thresholds(memory_tolerance=float("nan")), "tolerance"),
+        (lambda: RatioLoss().check(replace(ratio_case(2.0, 1.9), marker=1.0)), "ratio threshold"),
         (lambda: Thresholds(by_name={"sdpa": 5}), "threshold of 'sdpa'"),
         (lambda: Thresholds(default=True), "default"),
         (lambda: Thresholds(ratio=1.0), "ratio"),
@@ -116,32 +117,52 @@ def test_rules_reject_bad_settings(make, name):
         make()
 
 
+def peak(before, now, tolerance: float = 0.01) -> str | None:
+    """The PeakMemory rule's message on peaks ``before`` and ``now`` (bytes), or None."""
+    sides = [Benchmark("m", "m", extra_info={"peak_bytes": bytes_}) for bytes_ in (before, now)]
+    found = PeakMemory().check(Case("m", *sides, thresholds=Thresholds(memory_tolerance=tolerance)))
+    assert all(f.worse and f.confirmed and f.part == "memory" for f in found)
+    return found[0].message if found else None
+
+
 def test_memory_regression_tolerance():
-    rule = MemoryRegression(tolerance=0.01)
-    assert rule.fails(1_000_000, 1_010_000) is None  # exactly 1 %
-    assert "+1.1%" in rule.fails(1_000_000, 1_011_000)
-    assert rule.fails(1_000_000, 500_000) is None
-    assert rule.fails(0, 0) is None
-    assert "was 0" in rule.fails(0, 4096)
-    assert MemoryRegression(tolerance=0.0).fails(1_000_000, 1_000_001) is not None
-    assert rule.fails(np.int64(100), np.int64(200)) is not None
-    for bad in (-1, 1.5, None, True):
-        with pytest.raises(ValueError, match="current_bytes"):
-            rule.fails(100, bad)
+    assert peak(1_000_000, 1_010_000) is None  # exactly 1 %
+    assert "+1.1%" in peak(1_000_000, 1_011_000)
+    assert peak(1_000_000, 500_000) is None
+    assert peak(0, 0) is None
+    assert "was 0" in peak(0, 4096)
+    assert peak(1_000_000, 1_000_001, tolerance=0.0) is not None
+    assert peak(100, None) is None  # a side without a peak: nothing to compare
+    for bad in (-1, True):
+        with pytest.raises(ValueError, match="current peak"):
+            peak(100, bad)
+
+
+def ratio_case(baseline, current, higher_is_better=True, again=None, name="speedup") -> Case:
+    changes = (RatioChange(name, baseline, current, again, higher_is_better),)
+    return Case("r", *[Benchmark("r", "r")] * 2, ratios=changes)
+
+
+def ratio(baseline, current, higher_is_better=True, again=None) -> list:
+    """The RatioLoss rule's findings on one ratio, at the default 10 % threshold."""
+    return RatioLoss().check(ratio_case(baseline, current, higher_is_better, again))
 
 
 def test_ratio_regression_higher_and_lower_is_better():
-    speedup = RatioRegression(threshold=0.10)
-    assert "speedup" in speedup.fails(2.0, 1.6, name="speedup")
-    assert speedup.fails(2.0, 1.85) is None and speedup.fails(2.0, 3.0) is None
-    roofline = RatioRegression(threshold=0.10)
-    assert roofline.fails(0.80, 0.70) is not None and roofline.fails(0.80, 0.75) is None
-    latency = RatioRegression(threshold=0.10, higher_is_better=False)  # MXINT8 / FP32 latency
-    assert "lower is better" in latency.fails(0.50, 0.60)
-    assert latency.fails(0.50, 0.54) is None and latency.fails(0.50, 0.40) is None
+    assert "speedup" in ratio(2.0, 1.6)[0].message
+    assert ratio(2.0, 1.85) == [] and ratio(2.0, 3.0) == []
+    assert ratio(0.80, 0.70) and ratio(0.80, 0.75) == []  # a fraction of roofline
+    assert "lower is better" in ratio(0.50, 0.60, higher_is_better=False)[0].message
+    assert ratio(0.50, 0.54, False) == [] and ratio(0.50, 0.40, False) == []
     for bad in (0.0, float("nan"), float("inf"), -1.0):
         with pytest.raises(ValueError, match="speedup current"):
-            speedup.fails(2.0, bad, name="speedup")
+            ratio(2.0, bad)
+
+
+def test_a_ratio_loss_is_confirmed_only_when_the_rerun_loses_it_too():
+    assert [f.confirmed for f in ratio(2.0, 1.6)] == [False]  # not re-run
+    assert [f.confirmed for f in ratio(2.0, 1.6, again=1.95)] == [False]  # the re-run recovered
+    assert [f.confirmed for f in ratio(2.0, 1.6, again=1.5)] == [True]
 
 
 # Thresholds: precedence, parsing, names.

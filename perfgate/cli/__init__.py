@@ -22,7 +22,8 @@ from perfgate.cli.runs import Hardware
 from perfgate.outputs import BadOutput
 from perfgate.report.plots import PlotsUnavailable
 from perfgate.store import StoreError
-from perfgate.verdict.rules import DEFAULT_ALPHA, parse_fraction, parse_thresholds
+from perfgate.verdict.steps import StepsUnavailable
+from perfgate.verdict.thresholds import DEFAULT_ALPHA, fraction_argument, parse_thresholds
 
 RESULTS = Path("perfgate-results")
 INTERRUPTED = 130  # exit status after Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
@@ -43,14 +44,6 @@ EXAMPLES = {
   perfgate profile 'perf_tests/test_sdpa.py::test_attention[cuda-32x8x128x64-flash-fp16]' \\
       --out prof/ -- --device cuda     # arguments after -- go to pytest""",
 }
-
-
-def _fraction(text: str) -> float:
-    """An argparse type for a threshold as the gate takes it: 0.03 or 3%; a bare 3 is refused."""
-    try:
-        return parse_fraction(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _subparser(commands, name: str, summary: str, parents=()) -> argparse.ArgumentParser:
@@ -152,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder for the tables and traces (default: %(default)s)",
     )
     ab.add_parser(commands)
-    nightly.add_parser(commands, _fraction)
+    nightly.add_parser(commands, fraction_argument)
     add_dashboard_parser(commands, argparse.RawDescriptionHelpFormatter)
     add_bisect_parser(commands, argparse.RawDescriptionHelpFormatter)
     merge.add_parser(commands, argparse.RawDescriptionHelpFormatter)
@@ -245,7 +238,7 @@ def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:
         guard.check_outputs(args, err)
         with guard.sigterm_as_interrupt():
             return _run(args, extra, argv, out, err)
-    except (StoreError, PlotsUnavailable, BadOutput) as error:
+    except (StoreError, PlotsUnavailable, BadOutput, StepsUnavailable) as error:
         print(f"perfgate {args.command}: error: {error}", file=err)
         return 2
     except KeyboardInterrupt:

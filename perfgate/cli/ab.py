@@ -27,7 +27,7 @@ from perfgate.benchmark import Run
 from perfgate.store import StoreError, read_results
 from perfgate.verdict import paired, summary
 from perfgate.verdict.outcome import GateResult, Verdict
-from perfgate.verdict.rules import Thresholds, parse_thresholds
+from perfgate.verdict.thresholds import Thresholds, parse_thresholds
 
 NO_TESTS_COLLECTED = 5  # pytest's exit status
 XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")

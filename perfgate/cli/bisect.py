@@ -2,12 +2,14 @@
 
 Everything happens in a temporary ``git worktree``, so the user's checkout, branch and
 uncommitted files are never touched. GOOD and BAD are measured first (pytest with
-``--benchmark-json``); unless BAD is a regression of GOOD by the gate's time rule
-(``verdict.rules.TimeRegression``, at the gate's threshold for the case) there is nothing to
-bisect. Then ``git bisect run`` calls ``step_main`` at each commit: 0 good, 1 bad, 125 skip
-(the case did not run, pytest failed, or its rounds could not decide). The steps are logged as
-JSON lines and shown as a table with the first bad commit. The worktree and the bisect state
-are removed even on an error or Ctrl-C.
+``--benchmark-json``); unless BAD is a regression of GOOD as the gate decides it
+(``verdict.outcome.decide``: the gate's rules and words, at the gate's threshold for the case: a
+marker, ``--threshold``, else from GOOD's measured noise, never below the device floor) there is
+nothing to bisect. Then ``git bisect run`` calls ``step_main`` at each commit: 0 good, 1 bad,
+125 skip (the case did not run, pytest failed, or it is not gated: its rounds could not decide).
+The steps are logged as JSON lines and shown as a table with the first bad commit, each case with
+its verdict in the gate's words. The worktree and the bisect state are removed even on an error
+or Ctrl-C.
 
 Exit status: 0 first bad commit named; 1 BAD is not slower than GOOD; 2 usage, git or
 measurement error; 130 interrupted.
@@ -31,7 +33,7 @@ from perfgate.cli.bisect_steps import (
     regression_of,
     step_main,
 )
-from perfgate.verdict.rules import DEFAULT_ALPHA, parse_fraction
+from perfgate.verdict.thresholds import DEFAULT_ALPHA, fraction_argument
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 # git bisect run calls this with the perfgate that started the bisection (not the checkout's).
@@ -43,10 +45,7 @@ STEP_CODE = (
 
 def _fraction(text: str) -> float:
     """``10%`` or ``0.1``, as --perf-gate-threshold takes it; a bare ``10`` is ambiguous."""
-    try:
-        value = parse_fraction(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+    value = fraction_argument(text)
     if not 0 < value < 10:  # a slowdown: above 0 %, and below 1000 %
         raise argparse.ArgumentTypeError(f"{text!r}: a slowdown between 0% and 1000%, e.g. 5%")
     return value

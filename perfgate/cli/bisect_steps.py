@@ -9,15 +9,19 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from perfgate.cli.history_runs import load
 from perfgate.report.tables import render
 from perfgate.stats import compare_samples
 from perfgate.verdict.noise import case_threshold
-from perfgate.verdict.rules import Thresholds, TimeRegression
+from perfgate.verdict.outcome import Verdict, decide
+from perfgate.verdict.rules import Case
+from perfgate.verdict.thresholds import Thresholds, parse_fraction
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
+SLOWER = (str(Verdict.REGRESSION), str(Verdict.UNCONFIRMED))  # a bad commit, in the gate's words
 
 
 class BisectError(Exception):
@@ -39,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--log", type=Path, required=True)
     parser.add_argument("--tests", required=True)
     parser.add_argument("-k", dest="case", required=True)
-    parser.add_argument("--threshold", type=float, default=None)
+    parser.add_argument("--threshold", type=parse_fraction, default=None)
     parser.add_argument("--alpha", type=float, required=True)
     parser.add_argument("--good-checkout", type=Path, required=True)
     parser.add_argument("--measure-good", action="store_true")
@@ -65,37 +69,53 @@ def _measure(args, stem: str, extra: list[str], cwd: Path) -> tuple[Path | None,
 
 
 def judge(
-    good_json: Path, current_json: Path, threshold: float | None, alpha: float
+    good_json: Path,
+    current_json: Path,
+    threshold: float | None,
+    alpha: float,
+    earlier_good: Path | None = None,
 ) -> tuple[int, list]:
-    """(GOOD/BAD/SKIP, one dict per case measured on both sides) for a measurement, by the
-    gate's time rule at the gate's threshold for each case (``threshold`` given, else the
-    test's marker, else from GOOD's measured noise). SKIP when no case is slower and one
-    cannot be decided (too few rounds, or slower past the threshold without significance)."""
+    """(GOOD/BAD/SKIP, one dict per case measured on both sides) for a measurement, decided as
+    the gate decides a first pass (``verdict.outcome.decide``: the same rules, at the gate's
+    threshold for each case: ``threshold`` given, else the test's marker, else from GOOD's
+    measured noise, never below the device floor). BAD when a case is a regression (confirmed
+    or not: the bisection measures GOOD again itself); SKIP when none is and one is not gated
+    (too few rounds, too noisy, or slower past the threshold without significance).
+    ``earlier_good``: GOOD measured before, whose comparison confirms (the gate's re-run)."""
     good, now = load(good_json).benchmarks, load(current_json).benchmarks
+    earlier = load(earlier_good).benchmarks if earlier_good else {}
     thresholds = Thresholds(default=threshold, alpha=alpha)
     cases = []
     for fullname in [name for name in now if name in good]:
-        before = good[fullname]
+        before, after = good[fullname], now[fullname]
         case = case_threshold(before, [before], before.declarations, thresholds)
-        comparison = compare_samples(before.samples, now[fullname].samples)
-        rule = TimeRegression(case.value, alpha)
+        comparison = compare_samples(before.samples, after.samples)
+        marker = before.declarations.get("threshold")
+        judged = Case(fullname, before, after, case.value, thresholds, marker, comparison)
+        if fullname in earlier:
+            again = compare_samples(earlier[fullname].samples, after.samples)
+            judged = replace(judged, again=again)
+        decision = decide(judged)
+        verdict = Verdict.NOT_GATED if case.too_noisy else decision.verdict
+        message = f"not gated: {case.too_noisy}" if case.too_noisy else decision.message
         cases.append(
             {
-                "name": now[fullname].name,
+                "name": after.name,
                 "change_percent": comparison.change_percent,
                 "p_value": comparison.p_value,
                 "threshold": case.value,
-                "slower": rule.fails(comparison) is not None,
-                "undecided": case.too_noisy or rule.undecided(comparison),
+                "threshold_source": case.source,
+                "verdict": str(verdict),
+                "message": message,
             }
         )
-    if any(c["slower"] for c in cases):
+    if any(c["verdict"] in SLOWER for c in cases):
         return BAD, cases
     return (SKIP if not cases or _unclear(cases) else GOOD), cases
 
 
 def _unclear(cases: list) -> bool:
-    return any(c["undecided"] for c in cases)
+    return any(c["verdict"] == str(Verdict.NOT_GATED) for c in cases)
 
 
 def _log(path: Path, entry: dict) -> None:
@@ -146,7 +166,7 @@ def _judge_step(args, entry: dict, result: Path, extra: list[str], cwd: Path) ->
         fresh, why = _measure(args, f"good-now-{stem}", extra, args.good_checkout)
         if fresh is None:
             raise BisectError(f"GOOD no longer measures: {why}")
-        verdict, cases = judge(fresh, result, args.threshold, args.alpha)
+        verdict, cases = judge(fresh, result, args.threshold, args.alpha, args.good_json)
         reason = "vs GOOD measured again now"
     words = {GOOD: "good", BAD: "bad", SKIP: "skip"}
     _log(args.log, {**entry, "verdict": words[verdict], "cases": cases, "reason": reason})
@@ -154,12 +174,13 @@ def _judge_step(args, entry: dict, result: Path, extra: list[str], cwd: Path) ->
 
 
 def _why(cases: list) -> str:
-    return "; ".join(f"{c['name']}: not gated: {c['undecided']}" for c in cases if c["undecided"])
+    return "; ".join(f"{c['name']}: {c['message']}" for c in cases if _unclear([c]))
 
 
 def _cases_text(cases: list) -> str:
     return "; ".join(
-        f"{c['name']} {c['change_percent']:+.1f} % (p={c['p_value']:.2g})" for c in cases
+        f"{c['name']} {c['change_percent']:+.1f} % (p={c['p_value']:.2g}, {c.get('verdict', '?')})"
+        for c in cases
     )
 
 

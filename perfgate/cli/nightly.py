@@ -29,7 +29,8 @@ from pathlib import Path
 from perfgate.cli import ab
 from perfgate.cli.nightly_report import NightRow, decide, markdown
 from perfgate.store import StoreError
-from perfgate.verdict.rules import Thresholds
+from perfgate.verdict.outcome import Verdict
+from perfgate.verdict.thresholds import Thresholds
 
 RESULTS = Path("perfgate-results")
 SCREEN = 0.01  # a gated case slower than this in the stored comparison goes to the A/B
@@ -52,9 +53,9 @@ class NightlyOptions:
 def ab_reason(row: dict, screen: float, target: float) -> str | None:
     """Why a row of gate.json goes to the A/B, or None when the stored comparison decides."""
     verdict, change = row["verdict"], row.get("change_percent")
-    if verdict in ("new", "not run") or row.get("gated_on"):  # exact counts need no A/B
+    if verdict in (Verdict.NEW, Verdict.NOT_RUN) or row.get("gated_on"):  # exact: no A/B
         return None
-    if verdict in ("regression", "unconfirmed"):
+    if verdict in (Verdict.REGRESSION, Verdict.UNCONFIRMED):
         return f"stored comparison: {verdict}"
     if not row["gated"]:
         return f"stored comparison {row['message']}"
@@ -146,7 +147,7 @@ def _selection(names) -> str:
 def undecided(results) -> list[str]:
     """Cases the A/B compared but could not decide (a slowdown past the target that is not yet
     significant, block pairs that disagree): more block pairs may decide them."""
-    return [r.name for r in results if r.verdict.value == "not gated" and r.comparison]
+    return [r.name for r in results if r.verdict is Verdict.NOT_GATED and r.comparison]
 
 
 def confirm(names: list[str], commit: str, options: NightlyOptions, err) -> dict:
@@ -197,7 +198,7 @@ def run_nightly(options: NightlyOptions, out, err) -> int:
     night = decide(rows, reasons, verdicts)
     write(night, options, commit, failed)
     print(markdown(night, commit, options.blocks, options.target, failed), file=out)
-    return 1 if failed or any(row.verdict == "regression" for row in night) else 0
+    return 1 if failed or any(row.verdict == Verdict.REGRESSION for row in night) else 0
 
 
 def write(night: list[NightRow], options: NightlyOptions, commit: str, failed: int) -> None:

@@ -5,15 +5,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from perfgate.verdict.outcome import Verdict
+
 STORED = "stored comparison"
 AB = "A/B"
-AB_DECIDED = ("regression", "improvement", "unchanged")  # the A/B's verdicts that decide a case
+AB_DECIDED = (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED)  # decide a case
+NOT_GATED = str(Verdict.NOT_GATED)
+# a night's rows, worst first: the gate's order, an unconfirmed case being not gated here
+ORDER = [str(v) for v in Verdict if v is not Verdict.UNCONFIRMED]
 
 
 @dataclass(frozen=True)
 class NightRow:
     name: str
-    verdict: str  # regression, improvement, unchanged, not gated, new, not run
+    verdict: str  # a Verdict's word: regression, improvement, unchanged, not gated, new, not run
     decided_by: str | None  # STORED, AB, or None (not gated, new, not run)
     stored: str  # the stored comparison's verdict and change
     ab: str | None  # the A/B's verdict, ratio and interval; None when it did not run the case
@@ -52,17 +57,16 @@ def decide(rows: list[dict], reasons: dict[str, str], verdicts: dict) -> list[Ni
             fields = (row["verdict"], decided, stored, None, None, row["message"], change)
         elif result is None:
             message = "not gated: the A/B did not run it in both trees"
-            fields = ("not gated", None, stored, None, why, message, change)
-        elif str(result.verdict) in AB_DECIDED:
+            fields = (NOT_GATED, None, stored, None, why, message, change)
+        elif result.verdict in AB_DECIDED:
             change = result.comparison.change_percent
             fields = (str(result.verdict), AB, stored, _ab(result), why, result.message,
                       change)  # fmt: skip
         else:
             message = f"not gated: A/B {result.message}"
-            fields = ("not gated", None, stored, _ab(result), why, message, change)
+            fields = (NOT_GATED, None, stored, _ab(result), why, message, change)
         night.append(NightRow(name, *fields))
-    order = ["regression", "not gated", "new", "not run", "improvement", "unchanged"]
-    return sorted(night, key=lambda r: (order.index(r.verdict) if r.verdict in order else 9,
+    return sorted(night, key=lambda r: (ORDER.index(r.verdict) if r.verdict in ORDER else 9,
                                         r.name))  # fmt: skip
 
 

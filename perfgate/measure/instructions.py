@@ -1,4 +1,5 @@
-"""Instruction counts and exact counters: where they are stored, and the verdict on them.
+"""Instruction counts and exact counters: how they are stored (the verdict on them is
+``verdict.rules``: ``InstructionCount`` and ``ExactCounters``).
 
 A host-overhead case stores its counts in pytest-benchmark's JSON: per repeat, instructions per
 call as samples in units of 1e-9 (1 instruction reads as 1 ns, so pytest-benchmark's tables stay
@@ -14,13 +15,8 @@ from __future__ import annotations
 import platform
 import re
 import statistics
-from numbers import Real
-
-from perfgate.verdict.attribution import top_changes
 
 SECONDS_PER_INSTRUCTION = 1e-9  # the nominal unit of the samples pytest-benchmark stores
-DEFAULT_TOLERANCE = 0.01  # instructions per call may grow by 1 % before the gate fails
-DIFF_ROWS = 10
 STORED_FUNCTIONS = 100  # each side stores at least this many functions when it has them
 # glibc's allocator (functions of its malloc.c): how many instructions a malloc or free takes
 # depends on the heap's history, so the same case read up to 0.8 % apart after different
@@ -84,53 +80,6 @@ def is_instructions(extra_info: dict) -> bool:
     return extra_info.get("measure") == "instructions"
 
 
-def _instructions(extra_info: dict, side: str) -> int:
-    value = extra_info.get("instructions")
-    if isinstance(value, bool) or not isinstance(value, Real) or value <= 0:
-        raise ValueError(f"{side} instructions must be a positive number, got {value!r}")
-    return value
-
-
-def counter_findings(
-    baseline_extra: dict, current_extra: dict, tolerance: float = DEFAULT_TOLERANCE
-) -> tuple[list[str], list[str]]:
-    """(regressions, improvements) of a case's counts against its baseline.
-
-    Instructions per call more than ``tolerance`` (a fraction) above the baseline are a
-    regression, more than ``tolerance`` below an improvement. Exact counters present on both
-    sides have no tolerance: any increase is a regression, any decrease an improvement.
-    """
-    if isinstance(tolerance, bool) or not isinstance(tolerance, Real) or not 0 <= tolerance < 1:
-        raise ValueError(f"tolerance must be a fraction in [0, 1) (0.01 = 1 %), got {tolerance!r}")
-    regressions: list[str] = []
-    improvements: list[str] = []
-    before = _instructions(baseline_extra, "baseline")
-    now = _instructions(current_extra, "current")
-    change = now / before - 1
-    described = f"instructions per call {now:,} vs baseline {before:,} ({change:+.2%}"
-    if change > tolerance:
-        regressions.append(f"{described}, tolerance {tolerance:.2%})")
-    elif change < -tolerance:
-        improvements.append(f"{described})")
-    more, fewer = exact_findings(baseline_extra.get("counters"), current_extra.get("counters"))
-    return regressions + more, improvements + fewer
-
-
-def exact_findings(old: dict | None, new: dict | None) -> tuple[list[str], list[str]]:
-    """(regressions, improvements) of the exact counters present on both sides: no tolerance,
-    any increase is a regression, any decrease an improvement."""
-    old, new = old or {}, new or {}
-    regressions: list[str] = []
-    improvements: list[str] = []
-    for name in sorted(set(old) & set(new)):
-        described = f"{name} {new[name]} vs baseline {old[name]} (exact"
-        if new[name] > old[name]:
-            regressions.append(f"{described}: any increase fails)")
-        elif new[name] < old[name]:
-            improvements.append(f"{described})")
-    return regressions, improvements
-
-
 def stable_name(function: str) -> str:
     """A function's name as it reads in every process: JIT-generated code (oneDNN, MKL) has no
     symbol, only an address that changes from run to run, and callgrind's recursion suffix
@@ -138,41 +87,3 @@ def stable_name(function: str) -> str:
     if re.match(r"^\?\?\?:0x[0-9a-f]+ \[\?\?\?\]$", function):
         return "???:<JIT-generated code> [???]"
     return re.sub(r"'\d+(?= \[|$)", "", function)
-
-
-def _stable_counts(extra_info: dict) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for name, count in extra_info.get("top_functions") or []:
-        counts[stable_name(name)] = counts.get(stable_name(name), 0) + count
-    return counts
-
-
-def function_diff(baseline_extra: dict, current_extra: dict, top: int = DIFF_ROWS) -> list[str]:
-    """The ``top`` functions whose self instructions per call changed most, baseline vs now,
-    outside the allocator (not counted; one line gives its totals)."""
-    stored = [_stable_counts(side) for side in (baseline_extra, current_extra)]
-    # a list of STORED_FUNCTIONS or more was cut: smaller functions are not stored on that side
-    cut = (len(stored[0]) >= STORED_FUNCTIONS, len(stored[1]) >= STORED_FUNCTIONS)
-    before, now = (
-        {name: n for name, n in side.items() if not name.startswith(ALLOCATOR)} for side in stored
-    )
-    lines = top_changes(before, now, top, "{:,}".format, cut)
-    if lines:
-        lines.insert(0, f"top {len(lines)} functions by change in self instructions per call:")
-    else:
-        lines = ["no change in the stored per-function counts"]
-    old, new = (side.get("allocator_instructions") for side in (baseline_extra, current_extra))
-    if old is not None and new is not None:
-        lines.append(f"not counted: the allocator (glibc malloc.c) {old:,} -> {new:,} per call")
-    return lines
-
-
-def counted_alike(baseline_extra: dict, current_extra: dict) -> str | None:
-    """Why two cases' instruction counts cannot be compared (counted another way), or None."""
-    old, new = baseline_extra.get("uncounted"), current_extra.get("uncounted")
-    if old == new:
-        return None
-    return (
-        f"not gated: the baseline counted instructions another way (left out: {old or 'nothing'};"
-        f" now: {new or 'nothing'}): record a new baseline with --benchmark-save"
-    )

@@ -24,9 +24,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from perfgate import _pytest_benchmark
-from perfgate.fields import Clock, Field
+from perfgate.fields import PROFILE_ROWS, Clock, Field
 from perfgate.reruns import run_again, say
-from perfgate.verdict.attribution import PROFILE_ROWS
 
 if TYPE_CHECKING:  # torch is imported where a case is profiled, never by the gate's session
     import torch

@@ -143,15 +143,16 @@ def _write_site(out: Path, grouped: dict, extra: Sequence[Path], err) -> list:
     (out / "plotly.min.js").write_text(_plotly_js(), encoding="utf-8")
     given = {Path(p).resolve() for p in extra}
     new = [run for runs in grouped.values() for run in runs if run.path.resolve() in given]
-    since = min(new, key=run_schema.recorded_at).datetime if new else ""
+    since = min(run_schema.recorded_at(run) for run in new) if new else None
     sections, open_steps, revealed = [], [], []
     for hardware, runs in grouped.items():
         if err is not None:
             print(f"{hardware}: {len(runs)} runs", file=err, flush=True)
         families = _write_pages(out, hardware, runs, open_steps)
         sections += [(hardware, family, rows) for family, rows in families.items()]
-        if since:
-            revealed += [(hardware, s) for s in changepoints.new_steps(runs, since)]
+        if since is not None:
+            found = changepoints.new_steps(runs, since, run_schema.recorded_at)
+            revealed += [(hardware, s) for s in found]
     (out / "index.html").write_text(_index(sections, open_steps), encoding="utf-8")
     return revealed
 

@@ -1,7 +1,8 @@
-"""The verdict: rules, pairing of a run with its baseline, the judgement, and its summary."""
+"""The verdict: rules (one interface, ``rules.RULES``), thresholds, pairing of a run with its
+baseline, the judgement, paired A/B blocks, attribution, steps, and the summary."""
 
+from perfgate.benchmark import Ratio
 from perfgate.verdict.judge import GateResult, Verdict, judge
-from perfgate.verdict.pairing import Ratio
-from perfgate.verdict.rules import Thresholds, parse_thresholds
+from perfgate.verdict.thresholds import Thresholds, parse_thresholds
 
 __all__ = ["GateResult", "Ratio", "Thresholds", "Verdict", "judge", "parse_thresholds"]

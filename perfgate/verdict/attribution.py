@@ -2,7 +2,7 @@
 now. For a timed case the parts are its kernels (device time per call on CUDA, operator CPU time
 on the CPU) and the operators that allocated memory, from the profiles stored with each side
 (``profiling.ProfileStore``); for an instruction count they are functions
-(``counters.function_diff``). Pure data in, lines out: the gate and ``perfgate compare`` print
+(``function_diff``). Pure data in, lines out: the gate and ``perfgate compare`` print
 them under the verdict.
 """
 
@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-ROWS = 10
-PROFILE_ROWS = 15  # parts a stored profile keeps of each kind (kernels, allocation sites)
+from perfgate.fields import PROFILE_ROWS
+from perfgate.measure.instructions import ALLOCATOR, STORED_FUNCTIONS, stable_name
+
+ROWS = 10  # parts shown: kernels, allocation sites, functions
 
 PARTS = {  # what a profile lists: key, heading, how one value is written
     "time": ("time_us", "kernels by change in {clock} time per call", "{:,.1f} us"),
@@ -84,3 +86,30 @@ def profile_diff(baseline: dict | None, current: dict | None, part: str) -> list
     if not lines:
         return [f"{heading}: no change in the stored profiles"]
     return [f"top {len(lines)} {heading}:", *lines]
+
+
+def _stable_counts(extra_info: dict) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for name, count in extra_info.get("top_functions") or []:
+        counts[stable_name(name)] = counts.get(stable_name(name), 0) + count
+    return counts
+
+
+def function_diff(baseline_extra: dict, current_extra: dict, top: int = ROWS) -> list[str]:
+    """The ``top`` functions whose self instructions per call changed most, baseline vs now,
+    outside the allocator (not counted; one line gives its totals)."""
+    stored = [_stable_counts(side) for side in (baseline_extra, current_extra)]
+    # a list of STORED_FUNCTIONS or more was cut: smaller functions are not stored on that side
+    cut = (len(stored[0]) >= STORED_FUNCTIONS, len(stored[1]) >= STORED_FUNCTIONS)
+    before, now = (
+        {name: n for name, n in side.items() if not name.startswith(ALLOCATOR)} for side in stored
+    )
+    lines = top_changes(before, now, top, "{:,}".format, cut)
+    if lines:
+        lines.insert(0, f"top {len(lines)} functions by change in self instructions per call:")
+    else:
+        lines = ["no change in the stored per-function counts"]
+    old, new = (side.get("allocator_instructions") for side in (baseline_extra, current_extra))
+    if old is not None and new is not None:
+        lines.append(f"not counted: the allocator (glibc malloc.c) {old:,} -> {new:,} per call")
+    return lines

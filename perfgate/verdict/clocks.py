@@ -10,19 +10,22 @@ leave them ungated for good. The mark explains a change; the nightly's interleav
 from __future__ import annotations
 
 from perfgate.benchmark import Benchmark
+from perfgate.fields import REDUCED_CLOCK_FRACTION
 
 REDUCED_CLOCK_SHARE = 0.2
 
 
 def clocks_note(before: Benchmark, now: Benchmark) -> str | None:
     """'power-limited: ...' when the baseline or the current run ran more than
-    REDUCED_CLOCK_SHARE of its rounds below 95 % of its highest SM clock, else None."""
+    REDUCED_CLOCK_SHARE of its rounds below REDUCED_CLOCK_FRACTION of its highest SM clock,
+    else None."""
     parts = []
     for side, benchmark in (("baseline", before), ("current run", now)):
         reduced = benchmark.extra_info.get("reduced_clock_rounds") or 0
         if benchmark.samples and reduced > REDUCED_CLOCK_SHARE * len(benchmark.samples):
             parts.append(
-                f"the {side} ran {reduced} of {len(benchmark.samples)} rounds below 95 % of its "
+                f"the {side} ran {reduced} of {len(benchmark.samples)} rounds below "
+                f"{REDUCED_CLOCK_FRACTION * 100:g} % of its "
                 "highest SM clock"
             )
     return "power-limited: " + "; ".join(parts) if parts else None

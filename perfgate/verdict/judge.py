@@ -1,6 +1,8 @@
 """The one verdict path: ``judge`` decides, for every benchmark of a current run against a
 baseline (one run or a set), whether it is gated and what the gate says. ``--perf-gate`` and
 ``perfgate compare`` both call it, so for the same two runs they agree benchmark by benchmark.
+It pairs each benchmark with its baseline, says why one cannot be gated, and leaves every rule to
+``verdict.rules`` (through ``outcome.decide``), as ``perfgate ab`` and ``perfgate bisect`` do.
 
 Every benchmark ends gated (regression, unconfirmed, improvement, unchanged) or not gated with a
 reason (new, not run, host-bound, untrusted GPU, too few rounds to decide, a slowdown past the
@@ -13,38 +15,36 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from perfgate.benchmark import Benchmark, Run
-from perfgate.measure.instructions import (
-    DEFAULT_TOLERANCE,
-    counted_alike,
-    counter_findings,
-    function_diff,
-    is_instructions,
-)
+from perfgate.fields import HOST_BOUND_FRACTION
+from perfgate.measure.instructions import is_instructions
 from perfgate.stats import MIN_ROUNDS, Comparison, compare_samples
-from perfgate.verdict.attribution import profile_diff
+from perfgate.verdict.attribution import function_diff, profile_diff
 from perfgate.verdict.clocks import clocks_note, gpu_note
 from perfgate.verdict.launches import judge_launches
 from perfgate.verdict.noise import case_threshold
-from perfgate.verdict.outcome import GateResult, Verdict, time_outcome
+from perfgate.verdict.outcome import GateResult, Verdict, decide
 from perfgate.verdict.pairing import (
     declarations_of,
     fastest_of,
-    peak_bytes,
     same_run_ratios,
     slowest_of,
     worst_ratios,
 )
 from perfgate.verdict.rules import (
     TOO_FEW_ROUNDS,
-    MemoryRegression,
-    RatioRegression,
+    Case,
+    RatioChange,
     Thresholds,
-    TimeRegression,
+    instructions_tolerance,
 )
+from perfgate.verdict.thresholds import DEFAULT_INSTRUCTIONS_TOLERANCE
 
 # MEASURE.md: when the host enqueues no faster than the GPU runs, per-call time follows host
 # jitter; such a case is reported, never gated on device-time noise.
-HOST_BOUND = "host-bound (host enqueue >= 80 % of device time): its time follows host jitter"
+HOST_BOUND = (
+    f"host-bound (host enqueue >= {HOST_BOUND_FRACTION * 100:g} % of device time): its time "
+    "follows host jitter"
+)
 
 
 def untrusted_reason(baselines: list[Run], current: Run) -> str | None:
@@ -140,7 +140,7 @@ def _verdict_of(
     name: str, before: Benchmark | None, now: Benchmark | None, again, context: _Context
 ) -> GateResult:
     declared = context.declared.get(name, {})
-    family = declared.get("family")
+    family, marker = declared.get("family"), declared.get("threshold")
     if before is None:
         return GateResult(name, Verdict.NEW, "new benchmark: not in the baseline", family=family)
     if now is None:
@@ -148,41 +148,55 @@ def _verdict_of(
             name, Verdict.NOT_RUN, "in the baseline, not run this time", family=family
         )
     if is_instructions(before.extra_info) and is_instructions(now.extra_info):
-        return _judge_counts(before, now, declared.get("threshold"), dict(name=name, family=family))
+        return _judge_counts(Case(name, before, now, marker=marker), family)
     case = case_threshold(before, context.members.get(name, []), declared, context.thresholds)
-    threshold = case.value
-    row = dict(name=name, family=family, threshold=threshold, threshold_source=case.source)
+    row = dict(name=name, family=family, threshold=case.value, threshold_source=case.source)
+    judged = Case(name, before, now, case.value, context.thresholds, marker)
     reason = _not_gated(before, now, context.untrusted)
-    if reason == f"not gated: {HOST_BOUND}" and (counted := judge_launches(before, now, row)):
+    if reason == f"not gated: {HOST_BOUND}" and (counted := judge_launches(judged, row)):
         return counted
     if reason is None and case.too_noisy:
         reason = f"not gated: {case.too_noisy}"
     if reason:
         comparison = _comparison(before, now)
         return GateResult(verdict=Verdict.NOT_GATED, message=reason, comparison=comparison, **row)
-    first = compare_samples(before.samples, now.samples)
-    confirmed, unconfirmed = _failures(name, before, now, again, first, threshold, context)
-    if confirmed or unconfirmed:
-        verdict = Verdict.REGRESSION if confirmed else Verdict.UNCONFIRMED
-        message = "; ".join(message for _, message in confirmed + unconfirmed)
-        details = ()
-        if confirmed:  # attribution: what changed inside the case, from the stored profiles
-            baseline_profile = _stored_profile(context.members.get(name, []), before)
-            parts = dict.fromkeys(part for part, _ in confirmed)
-            details = tuple(
-                line
-                for part in parts
-                for line in profile_diff(baseline_profile, now.extra_info.get("profile"), part)
-            )
-        return GateResult(
-            verdict=verdict, message=message, comparison=first, details=details, **row
-        )
     fastest = context.fastest.get(name)
-    best = compare_samples(fastest.samples, now.samples) if fastest else first
-    verdict, message, shown = time_outcome(first, best, threshold, context.thresholds.alpha)
-    if verdict is Verdict.IMPROVEMENT and fastest is not None:
-        message += " (against the baseline set's fastest run)"
-    return GateResult(verdict=verdict, message=message, comparison=shown, **row)
+    judged = replace(
+        judged,
+        first=compare_samples(before.samples, now.samples),
+        best=compare_samples(fastest.samples, now.samples) if fastest else None,
+        again=compare_samples(before.samples, again.samples) if again else None,
+        ratios=_ratio_changes(name, again is not None, context),
+    )
+    decision = decide(judged)
+    details = ()
+    if decision.parts:  # attribution: what changed inside the case, from the stored profiles
+        baseline_profile = _stored_profile(context.members.get(name, []), before)
+        current_profile = now.extra_info.get("profile")
+        details = tuple(
+            line
+            for part in decision.parts
+            for line in profile_diff(baseline_profile, current_profile, part)
+        )
+    return GateResult(verdict=decision.verdict, message=decision.message,
+                      comparison=decision.comparison, details=details, **row)  # fmt: skip
+
+
+def _ratio_changes(name: str, rerun: bool, context: _Context) -> tuple[RatioChange, ...]:
+    """The case's same-run ratios that its baseline has too; ``again`` only when re-run."""
+    old = context.baseline_ratios.get(name, {})
+    repeat = {r.name: r for r in context.confirmed_ratios.get(name, [])}
+    return tuple(
+        RatioChange(
+            ratio.name,
+            old[ratio.name].value,
+            ratio.value,
+            repeat[ratio.name].value if rerun and ratio.name in repeat else None,
+            ratio.higher_is_better,
+        )  # fmt: skip
+        for ratio in context.current_ratios.get(name, [])
+        if ratio.name in old
+    )
 
 
 def _stored_profile(members: list[Benchmark], before: Benchmark) -> dict | None:
@@ -193,23 +207,19 @@ def _stored_profile(members: list[Benchmark], before: Benchmark) -> dict | None:
     return None
 
 
-def _judge_counts(before: Benchmark, now: Benchmark, marker: float | None, row: dict):
+def _judge_counts(case: Case, family: str | None) -> GateResult:
     """Instruction counts and exact counters are deterministic: no re-run, no statistics."""
-    tolerance = DEFAULT_TOLERANCE if marker is None else marker
-    source = "marker" if marker is not None else f"instructions default {DEFAULT_TOLERANCE:.0%}"
-    row = {**row, "threshold": tolerance, "threshold_source": source}
-    if reason := counted_alike(before.extra_info, now.extra_info):
+    tolerance = instructions_tolerance(case)
+    source = f"instructions default {DEFAULT_INSTRUCTIONS_TOLERANCE:.0%}"
+    source = source if case.marker is None else "marker"
+    row = dict(name=case.name, family=family, threshold=tolerance, threshold_source=source)
+    if reason := counted_alike(case.before.extra_info, case.now.extra_info):
         return GateResult(verdict=Verdict.NOT_GATED, message=reason, **row)
-    regressions, improvements = counter_findings(before.extra_info, now.extra_info, tolerance)
-    if regressions:
-        diff = tuple(function_diff(before.extra_info, now.extra_info))
-        message = "; ".join(regressions)
-        return GateResult(verdict=Verdict.REGRESSION, message=message, details=diff, **row)
-    if improvements:
-        return GateResult(verdict=Verdict.IMPROVEMENT, message="; ".join(improvements), **row)
-    old, new = before.extra_info["instructions"], now.extra_info["instructions"]
-    message = f"instructions per call {new:,} vs baseline {old:,} ({new / old - 1:+.2%})"
-    return GateResult(verdict=Verdict.UNCHANGED, message=message, **row)
+    decision = decide(case, "instructions")
+    details = ()
+    if decision.verdict is Verdict.REGRESSION:
+        details = tuple(function_diff(case.before.extra_info, case.now.extra_info))
+    return GateResult(verdict=decision.verdict, message=decision.message, details=details, **row)
 
 
 def _not_gated(before: Benchmark, now: Benchmark, untrusted: str | None) -> str | None:
@@ -232,45 +242,21 @@ def _not_gated(before: Benchmark, now: Benchmark, untrusted: str | None) -> str 
     return None
 
 
+def counted_alike(baseline_extra: dict, current_extra: dict) -> str | None:
+    """Why two cases' instruction counts cannot be compared (counted another way), or None."""
+    old, new = baseline_extra.get("uncounted"), current_extra.get("uncounted")
+    if old == new:
+        return None
+    return (
+        f"not gated: the baseline counted instructions another way (left out: {old or 'nothing'};"
+        f" now: {new or 'nothing'}): record a new baseline with --benchmark-save"
+    )
+
+
 def _comparison(before: Benchmark, now: Benchmark) -> Comparison | None:
     if before.samples and now.samples:
         return compare_samples(before.samples, now.samples)
     return None
-
-
-def _failures(name, before, now, again, first, threshold, context) -> tuple[list, list]:
-    """(part, message) of each confirmed and each unconfirmed failure of one benchmark; the
-    part ("time" or "memory") says which profile rows explain it."""
-    confirmed: list[tuple[str, str]] = []
-    unconfirmed: list[tuple[str, str]] = []
-    time_rule = TimeRegression(threshold, context.thresholds.alpha)
-    if message := time_rule.fails(first):
-        second = compare_samples(before.samples, again.samples) if again else None
-        if second is not None and time_rule.fails(second):
-            confirmed.append(("time", f"{message}; confirmed by re-run: {second.describe()}"))
-        else:
-            unconfirmed.append(("time", message))
-    peak = peak_bytes(before, now)
-    # Peak memory is deterministic, so it needs no re-run to be confirmed.
-    memory_rule = MemoryRegression(context.thresholds.memory_tolerance)
-    if peak is not None and (message := memory_rule.fails(*peak)):
-        confirmed.append(("memory", message))
-    old = context.baseline_ratios.get(name, {})
-    repeat = {r.name: r for r in context.confirmed_ratios.get(name, [])}
-    marker = context.declared.get(name, {}).get("threshold")  # a test's marker covers its ratios
-    limit = context.thresholds.ratio if marker is None else marker
-    for ratio in context.current_ratios.get(name, []):
-        if ratio.name not in old:
-            continue
-        rule = RatioRegression(limit, ratio.higher_is_better)
-        if message := rule.fails(old[ratio.name].value, ratio.value, ratio.name):
-            rerun = repeat.get(ratio.name)
-            repeated = rerun is not None and again is not None
-            if repeated and rule.fails(old[ratio.name].value, rerun.value, ratio.name):
-                confirmed.append(("time", message))
-            else:
-                unconfirmed.append(("time", message))
-    return confirmed, [(part, f"{m} (not confirmed by a re-run)") for part, m in unconfirmed]
 
 
 def rerun_names(results: list[GateResult], current: Run, declared: dict[str, dict]) -> set[str]:

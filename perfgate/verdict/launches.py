@@ -1,16 +1,14 @@
 """A host-bound CUDA case judged on its exact launch counts (``perfgate/measure/launch_counts.py``):
-kernel launches, graph launches and graph nodes per call. Its time follows host jitter, so the
-time is shown, never gated; the counts have no noise, so any increase fails (the exact-counter
-rule of ``measure/instructions.py``). Its host instructions are counted by the CPU instruction
+kernel launches, graph launches and graph nodes per call, by the ``LaunchCounts`` rule
+(``verdict.rules``). Its time follows host jitter, so the time is shown, never gated; the counts
+have no noise, so any increase fails. Its host instructions are counted by the CPU instruction
 gate where that gate runs the same code path (``HOST_INSTRUCTIONS``)."""
 
 from __future__ import annotations
 
-from perfgate.benchmark import Benchmark
-from perfgate.measure.instructions import exact_findings
-from perfgate.measure.launch_counts import KEY
 from perfgate.stats import compare_samples
-from perfgate.verdict.outcome import GateResult, Verdict
+from perfgate.verdict.outcome import GateResult, Verdict, decide
+from perfgate.verdict.rules import LAUNCH_COUNTS, Case
 
 GATED_ON = "exact launch counts"
 # the CPU instruction gate's case that counts the host work of the same code path
@@ -20,29 +18,22 @@ HOST_INSTRUCTIONS = {
 }
 
 
-def judge_launches(before: Benchmark, now: Benchmark, row: dict) -> GateResult | None:
+def judge_launches(case: Case, row: dict) -> GateResult | None:
     """The verdict on a host-bound case from its launch counts, or None when a side has none."""
-    old, new = before.extra_info.get(KEY), now.extra_info.get(KEY)
-    if not old or not new:
+    before, now = case.before, case.now
+    if not before.extra_info.get(LAUNCH_COUNTS) or not now.extra_info.get(LAUNCH_COUNTS):
         return None
     comparison = None
     time = "time not compared (no per-round data)"
     if before.samples and now.samples:
         comparison = compare_samples(before.samples, now.samples)
         time = f"wall time {comparison.change_percent:+.1f}% (shown, not gated: host-bound)"
-    regressions, improvements = exact_findings(old, new)
-    counts = ", ".join(f"{name} {new[name]}" for name in sorted(set(old) & set(new)))
+    decision = decide(case, "launches")
     row = {**row, "threshold": 0.0, "threshold_source": GATED_ON, "gated_on": GATED_ON}
     test = row["name"].split("::")[-1].split("[")[0]
     details = ()
-    if regressions and test in HOST_INSTRUCTIONS:
+    if decision.verdict is Verdict.REGRESSION and test in HOST_INSTRUCTIONS:
         details = (f"host instructions: gated by the CPU gate's {HOST_INSTRUCTIONS[test]}",)
-    if regressions:
-        verdict, message = Verdict.REGRESSION, "; ".join(regressions)
-    elif improvements:
-        verdict, message = Verdict.IMPROVEMENT, "; ".join(improvements)
-    else:
-        verdict, message = Verdict.UNCHANGED, f"per call {counts} (exact, unchanged)"
-    message = f"host-bound, gated on exact launch counts: {message}; {time}"
-    return GateResult(verdict=verdict, message=message, comparison=comparison, details=details,
-                      **row)  # fmt: skip
+    message = f"host-bound, gated on exact launch counts: {decision.message}; {time}"
+    return GateResult(verdict=decision.verdict, message=message, comparison=comparison,
+                      details=details, **row)  # fmt: skip

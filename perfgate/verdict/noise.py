@@ -23,7 +23,7 @@ import numpy as np
 
 from perfgate.benchmark import Benchmark
 from perfgate.fields import Clock
-from perfgate.verdict.rules import DEFAULT_TIME_THRESHOLD, Thresholds, threshold_for
+from perfgate.verdict.thresholds import DEFAULT_TIME_THRESHOLD, Thresholds, threshold_for
 
 # Why 5: the gate compares two medians that each carry the noise sigma, so their log ratio has
 # sigma * sqrt(2); it passes 3.09 * sqrt(2) * sigma = 4.37 sigma with probability 1e-3 (one-sided

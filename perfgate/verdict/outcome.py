@@ -1,6 +1,6 @@
-"""What the verdict says about one benchmark: ``Verdict``, ``GateResult``, and the words of the
-time rules once no rule failed (not gated when undecided, improvement, unchanged). The gate,
-``perfgate compare``, ``perfgate ab`` and ``perfgate bisect`` all speak through these."""
+"""What the verdict says about one benchmark: ``Verdict``, ``GateResult``, and ``decide``, which
+turns the rules' findings on one case into a verdict and its words. The gate, ``perfgate
+compare``, ``perfgate ab`` and ``perfgate bisect`` all decide and speak through these."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from perfgate.stats import Comparison
-from perfgate.verdict.rules import TimeImprovement, TimeRegression
+from perfgate.verdict.rules import LAUNCH_COUNTS, Case, findings
+from perfgate.verdict.time_change import TimeRegression
 
 
 class Verdict(str, Enum):
@@ -48,20 +49,53 @@ class GateResult:
     gated_on: str | None = None  # what decided a gated case other than time ("exact launch counts")
 
 
-def time_outcome(
-    first: Comparison, best: Comparison, threshold: float, alpha: float
-) -> tuple[Verdict, str, Comparison]:
-    """(verdict, message, the comparison shown) for a case that failed no rule: not gated when
-    the rounds cannot tell (``TimeRegression.undecided``), an improvement on ``best`` (against
-    a set's fastest run), else unchanged. A slowdown past the threshold is never unchanged."""
-    slower = TimeRegression(threshold, alpha)
-    if reason := slower.undecided(first):
-        return Verdict.NOT_GATED, f"not gated: {reason}", first
-    if message := TimeImprovement(threshold, alpha).fails(best):
-        return Verdict.IMPROVEMENT, message, best
+@dataclass(frozen=True)
+class Decision:
+    """The verdict the rules' findings give one case: its words, the comparison its numbers come
+    from, and the parts ("time", "memory", "instructions") that explain a confirmed failure."""
+
+    verdict: Verdict
+    message: str
+    comparison: Comparison | None = None
+    parts: tuple[str, ...] = ()
+
+
+def decide(case: Case, measured: str = "time") -> Decision:
+    """The verdict on ``case`` from ``findings`` of the rules for what it ``measured``: a
+    regression when a worse finding is confirmed, unconfirmed when none is; else, for time, not
+    gated when the rounds cannot tell (``TimeRegression.undecided``: a slowdown past the
+    threshold is never unchanged); an improvement on a better finding; else unchanged."""
+    found = findings(measured, case)
+    worse = [f for f in found if f.worse]
+    if worse:
+        confirmed = [f for f in worse if f.confirmed]
+        messages = [f.message for f in confirmed]
+        messages += [f"{f.message} (not confirmed by a re-run)" for f in worse if not f.confirmed]
+        verdict = Verdict.REGRESSION if confirmed else Verdict.UNCONFIRMED
+        parts = tuple(dict.fromkeys(f.part for f in confirmed if f.part))
+        return Decision(verdict, "; ".join(messages), case.first, parts)
+    slower = TimeRegression(case.threshold, case.thresholds.alpha)
+    if measured == "time" and case.first and (reason := slower.undecided(case.first)):
+        return Decision(Verdict.NOT_GATED, f"not gated: {reason}", case.first)
+    if better := [f.message for f in found if not f.worse]:
+        return Decision(Verdict.IMPROVEMENT, "; ".join(better), case.best or case.first)
+    return Decision(Verdict.UNCHANGED, unchanged_message(case, measured), case.first)
+
+
+def unchanged_message(case: Case, measured: str) -> str:
+    """What an unchanged case shows: its time comparison, its instructions, or its counts."""
+    if measured == "instructions":
+        old, new = case.before.extra_info["instructions"], case.now.extra_info["instructions"]
+        return f"instructions per call {new:,} vs baseline {old:,} ({new / old - 1:+.2%})"
+    if measured == "launches":
+        old, new = (side.extra_info[LAUNCH_COUNTS] for side in (case.before, case.now))
+        counts = ", ".join(f"{name} {new[name]}" for name in sorted(set(old) & set(new)))
+        return f"per call {counts} (exact, unchanged)"
+    first, threshold = case.first, case.threshold
     message = first.describe()
+    slower = TimeRegression(threshold, case.thresholds.alpha)
     if not slower.testable(first):
         which = "block than its pair" if first.paired else "round than any baseline round"
         message += f"; {slower.untested(first)}: no current {which} is slower by more than "
         message += f"{threshold:.0%}"
-    return Verdict.UNCHANGED, message, first
+    return message

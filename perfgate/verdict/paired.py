@@ -1,8 +1,9 @@
 """Paired decisions: two trees run in alternating blocks (``perfgate ab``), block i of the
 baseline next to block i of the current tree. Drift that a pair shares cancels in its ratio, so
-a case is compared pair by pair and judged by the gate's own time rules and words
-(``verdict.outcome``) at the gate's threshold for it (``verdict.noise``: a marker, one given,
-else the spread of the baseline's blocks)."""
+a case is compared pair by pair and judged by the gate's own rules and words (``verdict.rules``,
+``verdict.outcome.decide``: time on the block pairs, peak memory on the last pair) at the gate's
+threshold for it (``verdict.noise``: a marker, one given, else the spread of the baseline's
+blocks, never below the device floor)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from perfgate.stats import (
     as_samples,
 )
 from perfgate.verdict.noise import case_threshold
-from perfgate.verdict.outcome import GateResult, Verdict, time_outcome
-from perfgate.verdict.rules import TOO_FEW_ROUNDS, Thresholds, TimeRegression
+from perfgate.verdict.outcome import GateResult, Verdict, decide
+from perfgate.verdict.rules import TOO_FEW_ROUNDS, Case, Thresholds
 
 
 def compare_paired_blocks(
@@ -85,8 +86,8 @@ def judge_pairs(
     thresholds: Thresholds,
     rounds_per_block: int | None = None,
 ) -> GateResult:
-    """The verdict on one case from its (baseline block, current block) pairs. The blocks are
-    their own confirmation: a slowdown is a regression at once."""
+    """The verdict on one case from its (baseline block, current block) pairs, by the gate's rules
+    (``decide``). The blocks are their own confirmation: a slowdown is a regression at once."""
     if len(pairs) < MIN_PAIRS:
         reason = f"{TOO_FEW_ROUNDS} ({len(pairs)} block pairs, needs {MIN_PAIRS})"
         return GateResult(name, Verdict.NOT_GATED, f"not gated: {reason}")
@@ -100,7 +101,7 @@ def judge_pairs(
     row = dict(comparison=comparison, threshold=case.value, threshold_source=case.source)
     if case.too_noisy:
         return GateResult(name, Verdict.NOT_GATED, f"not gated: {case.too_noisy}", **row)
-    if slower := TimeRegression(case.value, thresholds.alpha).fails(comparison):
-        return GateResult(name, Verdict.REGRESSION, slower, **row)
-    verdict, message, _ = time_outcome(comparison, comparison, case.value, thresholds.alpha)
-    return GateResult(name, verdict, message, **row)
+    (before, now), marker = pairs[-1], merged.declarations.get("threshold")
+    judged = Case(name, before, now, case.value, thresholds, marker, comparison, paired=True)
+    decision = decide(judged)
+    return GateResult(name, decision.verdict, decision.message, **row)

@@ -10,34 +10,11 @@ a machine's own sessions differ (large on a shared CPU VM, docs/NOTES.md) is nev
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from perfgate.benchmark import Benchmark, Run
+from perfgate.benchmark import Benchmark, Ratio, Run
 
-
-@dataclass(frozen=True)
-class Ratio:
-    """A same-run ratio declared on a test, for the gate.
-
-    Either a ratio to a reference case of the same test: ``key`` names the parameter that differs
-    and ``reference`` its value in the reference case (``Ratio("speedup over naive",
-    key="implementation", reference="naive")``); with ``higher_is_better`` the ratio is
-    reference / this (a speedup), else this / reference (a relative latency). Or an ``extra_info``
-    field the test stores that already is a ratio (``Ratio("fraction of copy", field=...)``).
-    """
-
-    name: str
-    key: str | None = None
-    reference: object = None
-    field: str | None = None
-    higher_is_better: bool = True
-
-    def __post_init__(self) -> None:
-        if (self.key is None) == (self.field is None):
-            raise ValueError(f"Ratio {self.name!r}: give either key and reference, or field")
-
-    def as_json(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+__all__ = ["Ratio", "RatioValue"]  # Ratio is declared by the tests: it lives in the model
 
 
 @dataclass(frozen=True)

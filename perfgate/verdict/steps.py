@@ -18,13 +18,11 @@ a few runs on each side (with 3 and 3 the smallest possible p-value is 1/20).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import numpy as np
-
-from perfgate.store import StoreError
-from perfgate.store import schema as run_schema
 
 ALPHA = 0.01  # permutation p-value below which a proposed step is kept
 MIN_CHANGE = 0.02  # smallest step kept, as a fraction of the median before it
@@ -32,6 +30,10 @@ MIN_SEGMENT = 3  # fewest runs on each side of a step
 PERMUTATIONS = 2000
 PENALTY_PER_LOG_N = 3.0  # PELT penalty, in units of the noise variance, per log(runs)
 NOISE_FLOOR = 0.001  # relative noise assumed at least (a series of identical medians)
+
+
+class StepsUnavailable(Exception):
+    """Steps cannot be searched here (a package is missing); the message says what to do."""
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,7 @@ def proposed_changes(logs: np.ndarray, min_size: int) -> list[int]:
     try:
         import ruptures
     except ImportError as error:
-        raise StoreError(
+        raise StepsUnavailable(
             "change points need the ruptures package, which is not installed: pip install "
             "ruptures (or reinstall perfgate)"
         ) from error
@@ -167,14 +169,22 @@ def steps(runs: Sequence, fullname: str, **options) -> list[Step]:
     ]
 
 
-def new_steps(runs: Sequence, since: str | None = None, **options) -> list[Step]:
-    """Steps that the runs from ``since`` on (an ISO datetime; default: the newest run) made
-    visible: found over all ``runs`` but not over the runs before ``since``, matched by the
-    run where the step happened. This lists slow creep that no single run's gate caught."""
+def new_steps(
+    runs: Sequence,
+    since: datetime | None = None,
+    moment: Callable[[object], datetime] | None = None,
+    **options,
+) -> list[Step]:
+    """Steps that the runs recorded from ``since`` on (default: the newest run) made visible:
+    found over all ``runs`` but not over the runs before ``since``, matched by the run where the
+    step happened. This lists slow creep that no single run's gate caught. ``moment`` gives a
+    run's recording time as an aware datetime (the store's ``recorded_at``: UTC offsets differ,
+    so moments are compared, never strings)."""
     if not runs:
         return []
-    moment = run_schema.recorded_at  # moments, not strings: UTC offsets differ
-    since_at = run_schema.aware(since) if since else max(moment(run) for run in runs)
+    if moment is None:
+        raise ValueError("new_steps needs moment: when each run was recorded")
+    since_at = since if since is not None else max(moment(run) for run in runs)
     older = [run for run in runs if moment(run) < since_at]
     fullnames: dict[str, None] = {}
     for run in runs:

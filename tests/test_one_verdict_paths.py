@@ -1,0 +1,217 @@
+"""One verdict on every path: the gate's judge, ``perfgate ab`` (paired blocks) and ``perfgate
+bisect`` (one step) reach the same verdict, in the same words, at the same threshold (a marker,
+the measured noise, the device floor) on the same pair of measurements; every finding comes from
+the rules listed in ``verdict.rules.RULES``; and the stages import one way."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from synthetic_runs import entry, rounds, rounds_at, run_json, run_of
+
+from perfgate.cli import bisect_steps
+from perfgate.declarations import declarations
+from perfgate.verdict import Verdict, judge, paired, parse_thresholds, rules
+from perfgate.verdict.noise import DEVICE_CLOCK, DEVICE_FLOOR
+
+ROOT = Path(__file__).resolve().parents[1]
+NAME = "perf_tests/test_x.py::test_kernel"
+BLOCKS, ROUNDS_PER_BLOCK = 5, 6
+
+
+def blocks(factor: float, seed: int, cv: float) -> list[list[float]]:
+    """BLOCKS blocks of rounds around 1 ms times ``factor``, lognormal noise ``cv``."""
+    return [rounds(seed + i, factor, ROUNDS_PER_BLOCK, cv) for i in range(BLOCKS)]
+
+
+def benchmark_entry(samples: list[float], declared: dict | None) -> dict:
+    return entry(NAME, samples, extra={"clock": DEVICE_CLOCK}, declared=declared)
+
+
+def three_paths(tmp_path: Path, factor: float, declared: dict | None, cv=0.002, given=None):
+    """(gate, ab, bisect) verdict rows of one device-timed case: A's blocks against B's blocks,
+    the gate and bisect seeing every block of a side as one run's rounds. ``given``: the
+    threshold given on the command line (``--perf-gate-threshold``, ``--threshold``)."""
+    a, b = blocks(1.0, 0, cv), blocks(factor, 100, cv)
+    a_run, b_run = (run_of(benchmark_entry(sum(side, []), declared)) for side in (a, b))
+    thresholds = parse_thresholds([given] if given else [])
+    (gate,) = judge([a_run], b_run, thresholds, confirmation=b_run)
+    pairs = [
+        (run_of(benchmark_entry(x, declared)).benchmarks[NAME],
+         run_of(benchmark_entry(y, declared)).benchmarks[NAME])
+        for x, y in zip(a, b, strict=True)
+    ]  # fmt: skip
+    ab = paired.judge_pairs(NAME, pairs, thresholds)
+    good, now = tmp_path / "good.json", tmp_path / "now.json"
+    for path, samples in ((good, sum(a, [])), (now, sum(b, []))):
+        path.write_text(json.dumps(run_json(benchmark_entry(samples, declared))))
+    step, (bisected,) = bisect_steps.judge(good, now, thresholds.default, 0.01, earlier_good=good)
+    return gate, ab, step, bisected
+
+
+@pytest.mark.parametrize(
+    "factor, declared, verdict, step",
+    [
+        (1.05, None, Verdict.REGRESSION, bisect_steps.BAD),  # past the 2 % device floor
+        (1.01, None, Verdict.UNCHANGED, bisect_steps.GOOD),  # within it
+        (0.90, None, Verdict.IMPROVEMENT, bisect_steps.GOOD),
+        (1.15, {"threshold": 0.3}, Verdict.UNCHANGED, bisect_steps.GOOD),  # the marker wins
+        (1.40, {"threshold": 0.3}, Verdict.REGRESSION, bisect_steps.BAD),
+    ],
+)
+def test_ab_and_bisect_reach_the_gates_verdict_at_the_gates_threshold(
+    tmp_path, factor, declared, verdict, step
+):
+    gate, ab, found, bisected = three_paths(tmp_path, factor, declared)
+    assert gate.verdict is ab.verdict is verdict, (gate, ab)
+    assert bisected["verdict"] == str(verdict) and found == step, bisected
+    assert gate.threshold == pytest.approx(ab.threshold) == pytest.approx(bisected["threshold"])
+    if declared:
+        assert gate.threshold_source == ab.threshold_source == bisected["threshold_source"]
+        assert gate.threshold == 0.3
+    else:  # quiet rounds: the device floor, not the default 10 %
+        assert gate.threshold == DEVICE_FLOOR
+        assert gate.threshold_source.startswith(f"floor {DEVICE_FLOOR:.0%}")
+
+
+@pytest.mark.parametrize(
+    "given, verdict, step",
+    [("5%", Verdict.REGRESSION, bisect_steps.BAD), ("0.1", Verdict.UNCHANGED, bisect_steps.GOOD)],
+)
+def test_a_threshold_given_decides_every_path_alike(tmp_path, given, verdict, step):
+    gate, ab, found, bisected = three_paths(tmp_path, 1.08, None, given=given)
+    assert gate.verdict is ab.verdict is verdict
+    assert (bisected["verdict"], found) == (str(verdict), step)
+    assert gate.threshold_source == ab.threshold_source == bisected["threshold_source"]
+
+
+def test_a_noisy_case_is_not_gated_on_every_path(tmp_path):
+    gate, ab, found, bisected = three_paths(tmp_path, 1.5, None, cv=0.5)
+    assert gate.verdict is ab.verdict is Verdict.NOT_GATED
+    assert "too noisy" in gate.message and "too noisy" in ab.message
+    assert bisected["verdict"] == "not gated" and found == bisect_steps.SKIP
+
+
+def gated_cases() -> tuple[dict, dict]:
+    """A baseline and a current run in which each rule family finds a regression: time, peak
+    memory, instructions, exact counters, launch counts."""
+    timed = {"clock": "perf_counter"}
+    counted = {"measure": "instructions", "counters": {"aten_ops": 3}}
+    host = {"host_bound": True, "launch_counts": {"kernel_launches": 4}}
+    before = [
+        entry("t.py::slower", rounds_at(1e-3, 0), extra=timed),
+        entry("t.py::memory", rounds_at(1e-3, 1), extra={**timed, "peak_bytes": 1000}),
+        entry("t.py::counted", [1e-6] * 3, extra={**counted, "instructions": 1000}),
+        entry("t.py::host", rounds_at(1e-3, 2), extra=host),
+    ]
+    now = [
+        entry("t.py::slower", rounds_at(2e-3, 3), extra=timed),
+        entry("t.py::memory", rounds_at(1e-3, 4), extra={**timed, "peak_bytes": 2000}),
+        entry("t.py::counted", [1e-6] * 3,
+              extra={**counted, "instructions": 1000, "counters": {"aten_ops": 4}}),
+        entry("t.py::host", rounds_at(1e-3, 5),
+              extra={**host, "launch_counts": {"kernel_launches": 5}}),
+    ]  # fmt: skip
+    return run_of(*before), run_of(*now)
+
+
+class Spy:
+    """One rule standing for ``listed``: their findings, each message noted in ``found``."""
+
+    def __init__(self, listed, found: list[str]):
+        self.listed, self.found = listed, found
+
+    def check(self, case) -> list:
+        findings = [f for rule in self.listed for f in rule.check(case)]
+        self.found.extend(f.message for f in findings)
+        return findings
+
+
+def test_every_finding_comes_from_the_rules_listed_in_one_place(monkeypatch):
+    before, now = gated_cases()
+    results = {r.name: r for r in judge([before], now, confirmation=now)}
+    assert {r.verdict for r in results.values()} == {Verdict.REGRESSION}
+    found: list[str] = []
+    for measured, listed in rules.RULES.items():
+        monkeypatch.setitem(rules.RULES, measured, (Spy(listed, found),))
+    again = {r.name: r for r in judge([before], now, confirmation=now)}
+    assert again == results  # the same verdicts, every one through the listed rules
+    for result in results.values():  # each failure named is a finding of a listed rule
+        assert any(message in result.message for message in found), result
+    for measured in rules.RULES:
+        monkeypatch.setitem(rules.RULES, measured, ())
+    silent = judge([before], now, confirmation=now)
+    assert not any(r.verdict in (Verdict.REGRESSION, Verdict.UNCONFIRMED) for r in silent)
+
+
+def test_every_rule_has_one_interface_and_is_listed_once():
+    listed = list(rules.all_rules())
+    assert len({type(rule) for rule in listed}) == len(listed)
+    names = {"time", "time improvement", "memory", "ratio", "instructions", "exact counters",
+             "launch counts"}  # fmt: skip
+    assert {rule.name for rule in listed} == names
+    assert all(callable(rule.check) for rule in listed)
+
+
+def imports_of(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+    return found
+
+
+@pytest.mark.parametrize(
+    "stage, forbidden",
+    [
+        ("measure", ("perfgate.verdict",)),
+        ("verdict", ("perfgate.store", "perfgate.report", "perfgate.cli", "pytest")),
+    ],
+)
+def test_the_stages_import_one_way(stage, forbidden):
+    for path in sorted((ROOT / "perfgate" / stage).glob("*.py")):
+        wrong = {m for m in imports_of(path)
+                 if any(m == f or m.startswith(f + ".") for f in forbidden)}  # fmt: skip
+        assert not wrong, f"{path.relative_to(ROOT)} imports {sorted(wrong)}"
+
+
+def test_declaring_a_ratio_does_not_import_the_verdict():
+    code = (
+        "import sys, perfgate; perfgate.Ratio('r', field='f'); "
+        "print(sorted(m for m in sys.modules if m.startswith('perfgate.verdict')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+class MarkedItem:
+    """A test item as ``declarations`` reads it: one ``perfgate`` mark."""
+
+    nodeid = "perf_tests/test_x.py::test_kernel"
+
+    def __init__(self, **kwargs):
+        self.mark = pytest.mark.perfgate(**kwargs).mark
+
+    def iter_markers(self, name: str) -> list:
+        return [self.mark]
+
+
+@pytest.mark.parametrize("value", [0.1, "0.1", "10%", " 10 % "])
+def test_a_marker_threshold_is_a_fraction_or_a_percentage(value):
+    assert declarations(MarkedItem(threshold=value)) == {"threshold": pytest.approx(0.1)}
+
+
+@pytest.mark.parametrize("value, words", [(10, "ambiguous"), ("10", "ambiguous"), ("x", "e.g.")])
+def test_a_marker_threshold_that_is_ambiguous_is_one_usage_line(value, words):
+    with pytest.raises(pytest.UsageError, match=words) as error:
+        declarations(MarkedItem(threshold=value))
+    assert "\n" not in str(error.value) and "test_kernel" in str(error.value)
