@@ -22,8 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from perfgate import _pytest_benchmark
-from perfgate.measure import launch_counts, nvml
-from perfgate.measure import profiler as profiling
+from perfgate.measure import launch_counts, mode, nvml, profiler
 from perfgate.stats import median
 
 HOST_BOUND_FRACTION = 0.8  # host enqueue above this share of the device time: the host limits
@@ -102,11 +101,12 @@ def do_bench_seconds(fn: Callable[[], object]) -> float:
 
 def time_wall(benchmark, fn: Callable[[], object], device: torch.device, budget: Budget) -> dict:
     """Benchmark ``fn`` by synchronized wall time; returns facts for ``extra_info``."""
-    profiling.profilable.add(benchmark.fullname)
-    if profiling.active():
-        return profiling.profile_calls(benchmark, fn, device)
-    if device.type == "cuda" and launch_counts.counting():
-        return launch_counts.count_case(benchmark, fn, device)
+    now = mode.of(benchmark)  # profiled or counted instead of timed in a pass after the loop
+    now.profilable.add(benchmark.fullname)
+    if now.profiling():
+        return profiler.profile_calls(benchmark, fn, device, now)
+    if device.type == "cuda" and now.counting:
+        return launch_counts.count_case(benchmark, fn, device, now)
     if benchmark.disabled:  # --benchmark-disable runs the body once, untimed
         benchmark.pedantic(fn)
         synchronize(device)
@@ -116,7 +116,7 @@ def time_wall(benchmark, fn: Callable[[], object], device: torch.device, budget:
     facts = {"clock": "perf_counter", "iterations": iterations, "rounds": rounds}
     clocks = None
     if device.type == "cuda":
-        launch_counts.countable.add(benchmark.fullname)  # its launches: counted after the loop
+        now.countable.add(benchmark.fullname)  # its launches: counted after the loop
         clocks = use_cuda_clock(benchmark, cuda_event_clock())
         host = host_enqueue_seconds(fn, device, max(iterations, 3))
         device_seconds = do_bench_seconds(fn)
@@ -146,9 +146,10 @@ def time_device(
     reports GPU seconds per captured call. On the CPU this is wall time over the rotation.
     """
     rotation = _Rotation(calls)
-    profiling.profilable.add(benchmark.fullname)
-    if profiling.active():
-        return profiling.profile_calls(benchmark, rotation, device)
+    now = mode.of(benchmark)
+    now.profilable.add(benchmark.fullname)
+    if now.profiling():
+        return profiler.profile_calls(benchmark, rotation, device, now)
     if benchmark.disabled or device.type != "cuda":
         return time_wall(benchmark, rotation, device, budget)
     graph = capture_graph(calls, device)
@@ -209,11 +210,12 @@ def time_rounds(
     One iteration per round; the reading is divided by ``calls``, so pytest-benchmark stores the
     mean seconds per call of each round. ``round_fn`` must end with the device synchronized.
     """
-    if profiling.active():  # one round is a fresh compile: profiled into files only
-        if profiling.writes_files():
-            profiling.profile_calls(benchmark, round_fn, device, calls=1)
+    now = mode.of(benchmark)
+    if now.profiling():  # one round is a fresh compile: profiled into files only
+        if now.profile_dir is not None:
+            profiler.profile_calls(benchmark, round_fn, device, now, calls=1)
         else:
-            profiling.skip(benchmark)
+            profiler.skip(benchmark)
         return
     if benchmark.disabled:
         benchmark.pedantic(round_fn)
