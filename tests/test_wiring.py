@@ -106,8 +106,8 @@ def test_case(benchmark):
 """
 
 
-def test_a_session_does_not_inherit_the_mode_of_the_one_before(pytester, tmp_path):
-    pytester.makepyfile(test_case=MODE_CASE)
+def test_a_session_does_not_inherit_the_mode_of_the_one_before(pytester, monkeypatch, tmp_path):
+    virtual_clock_project(pytester, monkeypatch, test_case=MODE_CASE)  # xdist's variables gone
     plugins = ("-p", "perfgate.plugin", "-p", "no:cacheprovider", "-p", "no:xdist")
     first = tmp_path / "first.json"
     profiled = pytester.runpytest_inprocess(

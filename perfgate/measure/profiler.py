@@ -40,6 +40,13 @@ def skip(benchmark) -> None:
     _pytest_benchmark.mark_profiled(benchmark)
 
 
+def instead_of_timing(benchmark, fn: Callable[[], object], device: torch.device, mode: Mode):
+    """For a case measure.timing times: known as profilable; while the session profiles, profiled
+    instead of timed (its facts for ``extra_info``), else None (time it)."""
+    mode.profilable.add(benchmark.fullname)
+    return profile_calls(benchmark, fn, device, mode) if mode.profiling() else None
+
+
 def store_profiles(session: pytest.Session, mode: Mode) -> None:
     """Store a compact profile with every case this session timed, for a run that is saved:
     the timed cases run once more, profiled instead of timed, and their profiles go to

@@ -101,10 +101,9 @@ def do_bench_seconds(fn: Callable[[], object]) -> float:
 
 def time_wall(benchmark, fn: Callable[[], object], device: torch.device, budget: Budget) -> dict:
     """Benchmark ``fn`` by synchronized wall time; returns facts for ``extra_info``."""
-    now = mode.of(benchmark)  # profiled or counted instead of timed in a pass after the loop
-    now.profilable.add(benchmark.fullname)
-    if now.profiling():
-        return profiler.profile_calls(benchmark, fn, device, now)
+    now = mode.of(benchmark)  # a pass after the main loop profiles or counts instead of timing
+    if (profiled := profiler.instead_of_timing(benchmark, fn, device, now)) is not None:
+        return profiled
     if device.type == "cuda" and now.counting:
         return launch_counts.count_case(benchmark, fn, device, now)
     if benchmark.disabled:  # --benchmark-disable runs the body once, untimed
@@ -147,9 +146,8 @@ def time_device(
     """
     rotation = _Rotation(calls)
     now = mode.of(benchmark)
-    now.profilable.add(benchmark.fullname)
-    if now.profiling():
-        return profiler.profile_calls(benchmark, rotation, device, now)
+    if (profiled := profiler.instead_of_timing(benchmark, rotation, device, now)) is not None:
+        return profiled
     if benchmark.disabled or device.type != "cuda":
         return time_wall(benchmark, rotation, device, budget)
     graph = capture_graph(calls, device)
@@ -210,13 +208,10 @@ def time_rounds(
     One iteration per round; the reading is divided by ``calls``, so pytest-benchmark stores the
     mean seconds per call of each round. ``round_fn`` must end with the device synchronized.
     """
-    now = mode.of(benchmark)
-    if now.profiling():  # one round is a fresh compile: profiled into files only
+    if (now := mode.of(benchmark)).profiling():  # a fresh compile per round: into files only
         if now.profile_dir is not None:
             profiler.profile_calls(benchmark, round_fn, device, now, calls=1)
-        else:
-            profiler.skip(benchmark)
-        return
+        return profiler.skip(benchmark)  # no result either way
     if benchmark.disabled:
         benchmark.pedantic(round_fn)
         return
