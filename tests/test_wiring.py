@@ -121,3 +121,51 @@ def test_a_session_does_not_inherit_the_mode_of_the_one_before(pytester, monkeyp
     assert timed.ret == 0
     (case,) = json.loads((tmp_path / "run.json").read_text())["benchmarks"]
     assert case["extra_info"]["profiling"] is False
+
+
+def test_the_options_are_read_once_into_a_frozen_object(pytester):
+    import dataclasses
+
+    from perfgate import options
+
+    config = pytester.parseconfig("-p", "perfgate.plugin", "--perf-gate", "--perf-shard=1/2",
+                                  "--perf-gate-threshold=0.2", "--benchmark-save=x")  # fmt: skip
+    read = options.read(config)
+    assert (read.gate, read.shard, read.thresholds, read.saves) == (True, "1/2", ("0.2",), True)
+    assert read.stores_profiles and not read.instructions  # saved: profiles stored by default
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        read.gate = False  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "given, line",
+    [
+        (
+            "--perf-callgrind-repeats=1",
+            "--perf-callgrind-repeats must be at least 2 (for the spread)",
+        ),
+        ("--perf-callgrind-layouts=0", "--perf-callgrind-layouts must be at least 1"),
+    ],
+)
+def test_an_option_that_cannot_work_is_one_usage_line(pytester, given, line):
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "perfgate.plugin", "-p", "no:cacheprovider", given)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.stderr.lines[0] == f"ERROR: {line}"
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_what_the_gate_learns_after_judging_makes_a_new_run():
+    from perfgate.benchmark import run_from_json
+    from perfgate.gate import with_info
+
+    entry = {"name": "test_a", "fullname": "t.py::test_a", "stats": {"data": [1.0, 1.1]},
+             "extra_info": {"clock": "perf_counter"}}  # fmt: skip
+    judged = run_from_json({"benchmarks": [entry]}, None)
+    later = with_info(judged, "profile", {"t.py::test_a": {"time_us": []}})
+    assert later.benchmarks["t.py::test_a"].extra_info == {
+        "clock": "perf_counter",
+        "profile": {"time_us": []},
+    }
+    assert judged.benchmarks["t.py::test_a"].extra_info == {"clock": "perf_counter"}
+    assert with_info(judged, "profile", {}) is judged
