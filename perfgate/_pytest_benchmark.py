@@ -39,6 +39,13 @@ def machine_id(config: pytest.Config) -> str:
     return _session(config).machine_id
 
 
+def config_of(fixture) -> pytest.Config | None:
+    """The pytest config of the session a benchmark fixture belongs to (None for a stand-in):
+    the fixture keeps its test item's ``warn`` to warn with."""
+    item = getattr(getattr(fixture, "_warner", None), "__self__", None)
+    return getattr(item, "config", None)
+
+
 def set_timer(fixture, timer: Callable[[], float]) -> None:
     """Use ``timer`` for this benchmark case only (pytest-benchmark takes one for the session)."""
     fixture._timer = timer

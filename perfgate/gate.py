@@ -1,6 +1,9 @@
 """``--perf-gate`` inside a pytest session: check that there is something to gate before the run,
 judge after it (``verdict.judge``, the path ``perfgate compare`` uses too), re-run what looks
-slower, profile what is confirmed, report, and set the exit status.
+slower, count launches, profile what is confirmed, report, and set the exit status. The steps
+are plain methods; ``perfgate/plugin.py`` calls them, in its one order of the passes after the
+main loop. The gate never changes a run it judged: what it learns after judging (launch counts,
+profiles) makes a new ``Run`` (``with_info``).
 
 Exit status: 1 for a confirmed regression; GATE_NOT_RUN (6) when the gate could not run or gated
 nothing, with one line saying why and what to do.
@@ -9,8 +12,7 @@ nothing, with one line saying why and what to do.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -18,10 +20,12 @@ from perfgate import _pytest_benchmark, options
 from perfgate.benchmark import Run, run_from_json
 from perfgate.declarations import declarations, test_name, uses_benchmark
 from perfgate.measure import launch_counts
-from perfgate.measure import profiler as profiling
 from perfgate.measure.instructions import is_instructions
+from perfgate.measure.mode import Mode
+from perfgate.options import Options
 from perfgate.reruns import run_again, say
 from perfgate.session import GATE_NOT_RUN, BaselineChoice, Saver
+from perfgate.sharding import ShardSelection
 from perfgate.verdict import summary
 from perfgate.verdict.judge import GateResult, Verdict, failed, judge, rerun_names
 from perfgate.verdict.pairing import declarations_of
@@ -49,34 +53,49 @@ def ab_hint(regressed: set[str], baseline_commit: str | None, paths: str = "") -
     )
 
 
+def with_info(run: Run, key: str, values: dict[str, object]) -> Run:
+    """A new ``run`` whose named benchmarks hold ``extra_info[key]`` (name -> value); the
+    judged run stays as it was (the model is frozen)."""
+    if not values:
+        return run
+    benchmarks = dict(run.benchmarks)
+    for name, value in values.items():
+        before = benchmarks[name]
+        benchmarks[name] = replace(before, extra_info={**before.extra_info, key: value})
+    return replace(run, benchmarks=benchmarks)
+
+
 @dataclass(frozen=True)
 class Rerun:
     json: dict  # as pytest-benchmark writes a run: a pytest-xdist worker sends it
     run: Run
 
 
+@dataclass
 class GateSession:
-    """The gate's state for one pytest session; registered as a plugin when --perf-gate is on."""
+    """The gate's state for one pytest session (``--perf-gate``); its steps, in plugin.py's order:
+    ``check`` (collection), then after the main loop ``current`` -> ``confirm`` ->
+    ``count_launches`` -> ``profile_confirmed`` -> ``conclude``; ``summary`` and ``exit_status``."""
 
-    def __init__(
-        self, config: pytest.Config, choice: BaselineChoice, saver: Saver, thresholds: Thresholds
-    ):
-        self.config, self.choice, self.saver = config, choice, saver
-        self.thresholds = thresholds
-        self.report_path = Path(config.getoption("--perf-gate-report"))
-        self.declared: dict[str, dict] = {}
-        self.lines: list[str] = []
-        self.problem: str | None = None
-        self.results: list[GateResult] = []
-        self.confirmation_json: dict | None = None
+    config: pytest.Config
+    options: Options
+    choice: BaselineChoice
+    saver: Saver
+    thresholds: Thresholds
+    mode: Mode
+    shard: ShardSelection | None  # --perf-shard: the other parts' cases are not judged here
+    lines: list[str] = field(default_factory=list)
+    problem: str | None = None
+    results: list[GateResult] = field(default_factory=list)
+    confirmation_json: dict | None = None
 
-    @pytest.hookimpl(trylast=True)  # after -k / -m deselection
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+    def check(self, items: list[pytest.Item]) -> None:
+        """Before the run (after -k/-m and shard selection): something to gate, or ``problem``
+        and no items."""
         known = set()
         for item in items:
             known.add(test_name(item))
-            self.declared[item.nodeid] = declarations(item)
-            known.add(self.declared[item.nodeid].get("family") or "")
+            known.add(declarations(item).get("family") or "")
         self.problem = self._cannot_gate(items, known)
         if self.problem:
             self.config.hook.pytest_deselected(items=list(items))
@@ -102,47 +121,49 @@ class GateSession:
             )
         return None
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtestloop(self, session: pytest.Session):
-        result = yield
-        if self.problem:
-            return result
-        if session.testsfailed or session.shouldfail or session.shouldstop:
+    def not_run(self) -> None:
+        """Tests failed or the session stopped: nothing is judged."""
+        if not self.problem:
             self.lines = ["perfgate gate: not run, because tests failed or the session stopped"]
-        else:
-            self.gate(session)
-        return result
 
-    def gate(self, session: pytest.Session) -> None:
-        current = _pytest_benchmark.current_run(self.config)
-        self.conclude(current, self.confirm(session, current))
+    def current(self, session: pytest.Session) -> Run | None:
+        """The run to judge (None: nothing to judge, ``problem`` says why)."""
+        return None if self.problem else _pytest_benchmark.current_run(self.config)
 
     def confirm(self, session: pytest.Session, current: Run) -> Run | None:
-        """Judge, re-run what looks slower, profile what is confirmed (into ``current``);
-        returns the re-runs (their JSON in ``confirmation_json``)."""
-        self.results, confirmation = self.judged(current), None
-        if any(r.verdict is Verdict.UNCONFIRMED for r in self.results):
-            names = rerun_names(self.results, current, declarations_of(current))
-            say(self.config, f"perfgate gate: re-running {len(names)} benchmarks to confirm")
-            confirmation = self.rerun(session, names)
-            self.confirmation_json = confirmation.json
-            confirmation = confirmation.run
-            self.results = self.judged(current, confirmation)
-        # launch counts last: profiling leaves CUPTI attached, which would slow re-runs' timings
-        counts = launch_counts.count_cases(session, set(current.benchmarks))
-        if counts:
-            for name, value in counts.items():
-                current.benchmarks[name].extra_info[launch_counts.KEY] = value
-            self.results = self.judged(current, confirmation)
+        """Judge; re-run what looks slower: the re-runs (their JSON in ``confirmation_json``)."""
+        self.results = self.judged(current)
+        if not any(r.verdict is Verdict.UNCONFIRMED for r in self.results):
+            return None
+        names = rerun_names(self.results, current, declarations_of(current))
+        say(self.config, f"perfgate gate: re-running {len(names)} benchmarks to confirm")
+        rerun = self.rerun(session, names)
+        self.confirmation_json = rerun.json
+        self.results = self.judged(current, rerun.run)
+        return rerun.run
+
+    def count_launches(self, session: pytest.Session, current: Run, confirmation) -> Run:
+        """``current`` with the launch counts of its wall-timed CUDA cases, judged again. After
+        the re-runs: profiling leaves CUPTI attached, which would slow their timings."""
+        counts = launch_counts.count_cases(session, self.mode, set(current.benchmarks))
+        if not counts:
+            return current
+        current = with_info(current, launch_counts.KEY, counts)
+        self.results = self.judged(current, confirmation)
+        return current
+
+    def profile_confirmed(self, session: pytest.Session, current: Run, confirmation) -> Run:
+        """``current`` with a profile of each confirmed regression (judged again in
+        ``conclude``: now with the kernel diff). Only measure.timing's cases profile; a counted
+        case shows its function diff instead."""
         regressed = {r.name for r in self.results if r.verdict is Verdict.REGRESSION}
-        # a counted case shows its function diff instead; only measure.timing's cases profile
         timed = {n for n in regressed if not is_instructions(current.benchmarks[n].extra_info)}
-        timed &= profiling.profilable
-        if timed:
-            self.profile(session, timed)
-            for name in timed & set(profiling.collected):  # judged again: now with the diff
-                current.benchmarks[name].extra_info["profile"] = profiling.collected[name]
-        return confirmation
+        timed &= self.mode.profilable
+        if not timed:
+            return current
+        self.profile(session, timed)
+        profiles = {name: self.mode.profiles[name] for name in timed & set(self.mode.profiles)}
+        return with_info(current, "profile", profiles)
 
     def conclude(self, current: Run, confirmation: Run | None) -> None:
         """The final verdict on ``current``: summary, reports, and what the exit status says."""
@@ -164,20 +185,21 @@ class GateSession:
     def judged(self, current: Run, confirmation: Run | None = None) -> list[GateResult]:
         """The verdicts on this session's cases (a shard's: of its part of the matrix only)."""
         results = judge(self.choice.members, current, self.thresholds, confirmation)
-        shard = self.config.pluginmanager.get_plugin("perfgate-shard")
-        return [r for r in results if shard is None or r.name not in shard.elsewhere]
+        elsewhere = self.shard.elsewhere if self.shard is not None else set()
+        return [r for r in results if r.name not in elsewhere]
 
     def write_reports(self, changes: list) -> None:
-        twin = self.report_path.with_suffix(".json")
+        report = self.options.report
+        twin = report.with_suffix(".json")
         try:  # checked before the run; a disk that filled up since is one line, not a traceback
-            self.report_path.parent.mkdir(parents=True, exist_ok=True)
-            self.report_path.write_text(summary.markdown(self.results, changes, self.choice.label))
+            report.parent.mkdir(parents=True, exist_ok=True)
+            report.write_text(summary.markdown(self.results, changes, self.choice.label))
             twin.write_text(json.dumps(summary.as_json(self.results), indent=2))
         except OSError as error:
             self.lines.append(f"perfgate gate: could not write {error.filename or twin}: "
                               f"{error.strerror}; the summary above is all there is")  # fmt: skip
             return
-        self.lines.append(f"perfgate gate: summary written to {self.report_path} and {twin}")
+        self.lines.append(f"perfgate gate: summary written to {report} and {twin}")
 
     def rerun(self, session: pytest.Session, names: set[str]) -> Rerun:
         """Run the named items again; their results, kept out of the saved run."""
@@ -187,26 +209,22 @@ class GateSession:
         return Rerun(taken, run_from_json(taken, None))
 
     def profile(self, session: pytest.Session, names: set[str]) -> None:
-        folder = self.report_path.parent / "profile"
-        line = f"perfgate gate: profiling {len(names)} confirmed regressions into {folder}"
-        say(self.config, line)
-        profiling.set_profile_dir(folder)
-        try:
+        folder = self.options.report.parent / "profile"
+        say(
+            self.config,
+            f"perfgate gate: profiling {len(names)} confirmed regressions into {folder}",
+        )
+        with self.mode.switched(profile_dir=folder):
             self.rerun(session, names)
-        finally:
-            profiling.set_profile_dir(None)
 
-    def pytest_terminal_summary(self, terminalreporter) -> None:
+    def summary(self) -> list[str]:
+        """The lines of the terminal's "perfgate gate" section."""
         lines = list(self.lines)
         if self.problem:
             lines.append(f"perfgate gate could not run: {self.problem} (exit {GATE_NOT_RUN})")
-        if lines:
-            terminalreporter.section("perfgate gate")
-            for line in lines:
-                terminalreporter.write_line(line)
+        return lines
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def exit_status(self, session: pytest.Session) -> None:
         if session.exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.USAGE_ERROR):
             return
         if self.problem:

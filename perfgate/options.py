@@ -10,6 +10,7 @@ module imports nothing but pytest, so an unasked session pays for nothing else.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -151,6 +152,56 @@ def _add_shard(group) -> None:
         help="run part I of N of the collected cases (one CI runner of N), balanced by the "
         "durations in the newest saved run; join the parts with `perfgate merge`",
     )
+
+
+@dataclass(frozen=True)
+class Options:
+    """The ``--perf-*`` options of one session, read once (``read``) when it asked for perfgate."""
+
+    gate: bool = False
+    thresholds: tuple[str, ...] = ()
+    report: Path = Path(GATE_REPORT)
+    measure: str = "time"
+    callgrind_repeats: int = DEFAULT_CALLGRIND_REPEATS
+    callgrind_layouts: int = DEFAULT_CALLGRIND_LAYOUTS
+    profile: Path | None = None
+    store_profiles: str = "saved"
+    lock_clocks: bool = False
+    shard: str | None = None
+    saves: bool = False  # --benchmark-save or --benchmark-autosave: the run is saved
+
+    @property
+    def instructions(self) -> bool:
+        """True for ``--perf-measure instructions``: only the counted cases, under their own key."""
+        return self.measure == "instructions"
+
+    @property
+    def stores_profiles(self) -> bool:
+        return self.store_profiles == "always" or (self.store_profiles == "saved" and self.saves)
+
+
+def read(config: pytest.Config) -> Options:
+    """This session's options; a usage error (one line) for values that cannot work."""
+    option = config.option
+    read = Options(
+        gate=bool(option.perf_gate),
+        thresholds=tuple(option.perf_gate_threshold or ()),
+        report=Path(option.perf_gate_report),
+        measure=option.perf_measure,
+        callgrind_repeats=option.perf_callgrind_repeats,
+        callgrind_layouts=option.perf_callgrind_layouts,
+        profile=Path(option.perf_profile) if option.perf_profile else None,
+        store_profiles=option.perf_store_profiles,
+        lock_clocks=bool(option.perf_lock_clocks),
+        shard=option.perf_shard or None,
+        saves=bool(getattr(option, "benchmark_save", None))
+        or bool(getattr(option, "benchmark_autosave", None)),
+    )
+    if read.callgrind_repeats < 2:
+        raise pytest.UsageError("--perf-callgrind-repeats must be at least 2 (for the spread)")
+    if read.callgrind_layouts < 1:
+        raise pytest.UsageError("--perf-callgrind-layouts must be at least 1")
+    return read
 
 
 def asked(config: pytest.Config) -> bool:

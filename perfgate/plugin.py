@@ -9,8 +9,6 @@ store, compare and save through perfgate. An unasked session imports nothing bey
 
 from __future__ import annotations
 
-import importlib.util
-
 import pytest
 
 from perfgate import options
@@ -68,79 +66,64 @@ def pytest_benchmark_compare_machine_info(machine_info: dict, compared_benchmark
         (compared_benchmark.get("machine_info") or {}).pop("perfgate", None)
 
 
+@pytest.fixture(scope="session")
+def instruction_counts(request: pytest.FixtureRequest) -> dict[str, dict]:
+    """Every selected instruction case counted by callgrind (``--perf-measure instructions``)."""
+    from perfgate import instruction_cases, session_state
+
+    state = session_state.of(request.config)
+    read = state.options if state is not None else options.read(request.config)
+    return instruction_cases.count(request, read)
+
+
 class Asked:
-    """The hooks of a session that asked for perfgate: store, compare, save, gate, profiles."""
+    """The hooks of a session that asked for perfgate: store, compare, save, gate, profiles.
+    Each calls plain code; the session's state is ``session_state.SessionState``, in the stash."""
 
     def __init__(self, config: pytest.Config):
-        from perfgate import gate, instructions_plugin, outputs, session, sharding, workers
-        from perfgate.measure import launch_counts, nvml
-        from perfgate.measure import profiler as profiling
-        from perfgate.store import saving
+        from perfgate import session_state
 
         self.config = config
-        gate_class = workers.configure(config, uses_cuda(config))  # -n: pin, merge (xdist)
-        self.clocks = ("", False)  # --perf-lock-clocks: the header line, and whether locked
-        if config.getoption("--perf-lock-clocks") and workers.times_here(config):
-            line, undo = nvml.lock_base_clocks_for_session()
-            self.clocks = (line, undo is not None)
-            if undo is not None:
-                config.add_cleanup(undo)
-        profiling.set_profile_dir(config.getoption("--perf-profile"))
-        profiling.collected.clear()
-        profiling.profilable.clear()
-        _check_histogram(config)
-        outputs.check_session_outputs(config)
-        saving.interrupt_on_sigterm(config)
-        if _stores_profiles(config):
-            config.pluginmanager.register(profiling.ProfileStore(config), "perfgate-profile-store")
-        use_gate = config.getoption("--perf-gate")
-        launch_counts.countable.clear()
-        launch_counts.collected.clear()
-        if not use_gate and _saves(config):  # the gate counts after its own re-runs
-            store = launch_counts.LaunchCountStore(config)
-            config.pluginmanager.register(store, "perfgate-launch-counts")
-        thresholds = gate.thresholds_from(config) if use_gate else None  # usage errors first
-        instructions_plugin.configure(config)
-        self.key = storage_key(config)
-        choice = session.choose(config, self.key, use_gate)
-        self.saver = session.Saver(config, choice, self.key)
-        sharding.configure(config, choice.key_folder)  # --perf-shard: before the gate's checks
-        if use_gate:
-            gate_session = gate_class(config, choice, self.saver, thresholds)
-            config.pluginmanager.register(gate_session, "perfgate-gate")
+        self.state = session_state.start(config, uses_cuda(config))
 
     @pytest.hookimpl(trylast=True)  # pytest-benchmark's session exists by now
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        from perfgate import _pytest_benchmark
-
-        self.saver.session = session
-        _pytest_benchmark.route_saving(self.config, self.saver)
-        if self.saver.choice.baseline is not None:
-            _pytest_benchmark.show_comparison_with(self.config, self.saver.choice.baseline.path)
+        if self.state.worker is not None:
+            self.state.worker.start()  # time under xdist
+        self.state.start_session(session)
 
     def pytest_report_header(self) -> str | None:
-        return self.clocks[0] or None
+        return self.state.header()
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)  # a project's own hook adds to it after
     def pytest_benchmark_update_machine_info(self, config: pytest.Config, machine_info: dict):
-        from perfgate import sharding
-        from perfgate.measure import machine
+        machine_info["perfgate"] = self.state.machine_info(uses_cuda(config))
 
-        use_cuda = uses_cuda(config)
-        machine_info["perfgate"] = {
-            "hardware_key": self.key,
-            "software": machine.software_versions(),
-            "gpu_health": machine.gpu_health() if use_cuda else {"available": False},
-            "clocks_locked": self.clocks[1],
-            **sharding.machine_info(config),
-        }
+    @pytest.hookimpl(trylast=True)  # after -k / -m deselection
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]):
+        """The one order of selection: the instruction cases (or the timed ones), a worker's
+        ratio groups written for the scheduler (xdist), this shard's part, the gate's check."""
+        from perfgate import instruction_cases
 
-    @pytest.hookimpl(wrapper=True, tryfirst=True)  # before pytest-benchmark saves and shows
-    def pytest_sessionfinish(self, session: pytest.Session):
-        from perfgate import _pytest_benchmark
+        state = self.state
+        instruction_cases.select(config, state.options, items)
+        if state.worker is not None:
+            state.worker.write_groups(items)
+        if state.shard is not None:
+            state.shard.select(config, items)
+        if state.gate is not None:
+            state.gate.check(items)
 
-        _pytest_benchmark.drop_unmeasured(self.config)
-        return (yield)
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session):
+        try:
+            result = yield
+            after_loop(self.state, session)
+            return result
+        finally:  # a Ctrl-C in a case's first round: its result has no round to save
+            from perfgate import _pytest_benchmark
+
+            _pytest_benchmark.drop_unmeasured(self.config)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item):
@@ -151,33 +134,69 @@ class Asked:
             fixture.extra_info["perfgate"] = declared  # saved with the run: compare applies it
         return (yield)
 
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        lines = self.state.gate.summary() if self.state.gate is not None else []
+        if lines:
+            terminalreporter.section("perfgate gate")
+            for line in lines:
+                terminalreporter.write_line(line)
 
-def _stores_profiles(config: pytest.Config) -> bool:
-    choice = config.getoption("--perf-store-profiles")
-    return choice == "always" or (choice == "saved" and _saves(config))
+    @pytest.hookimpl(trylast=True)  # after pytest-benchmark saved this process's run
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """A worker sends its run; the controller saves the merged run (as pytest-benchmark
+        saved before this hook without xdist); then the gate sets the exit status."""
+        state = self.state
+        if state.worker is not None:
+            state.worker.send_run()
+        if state.controller is not None:
+            state.controller.save(session, state.saver, state.options.gate)
+        if state.gate is not None:
+            state.gate.exit_status(session)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log):
+        from perfgate import workers
+
+        controller = self.state.controller
+        return None if controller is None else workers.scheduler(config, log, controller.groups)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:
+        if self.state.controller is not None:
+            self.state.controller.configure_node(node)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        if self.state.controller is not None:
+            self.state.controller.node_down(node)
 
 
-def _saves(config: pytest.Config) -> bool:
-    saving = bool(config.getoption("benchmark_save", None))
-    return saving or bool(config.getoption("benchmark_autosave", None))
+def after_loop(state, session: pytest.Session) -> None:
+    """The passes after the main loop, in their one order. With the gate: judge -> re-run what
+    looks slower (confirmation) -> count the launches of wall-timed CUDA cases -> profile what
+    is confirmed -> conclude (verdicts, reports); without it, a saved run's launch counts. Then,
+    for a saved run, the profiles stored with it. Counting and profiling come after every timing
+    (they leave CUPTI attached, which slows later launches); nothing runs after failed tests."""
+    from perfgate import _pytest_benchmark
+    from perfgate.measure import launch_counts, profiler
 
-
-def _check_histogram(config: pytest.Config) -> None:
-    if config.getoption("benchmark_histogram", None) and importlib.util.find_spec("pygal") is None:
-        raise pytest.UsageError(
-            "--benchmark-histogram needs pygal: pip install 'perfgate[histogram]' "
-            "(or pip install pygal pygaljs)"
-        )
+    if session.testsfailed or session.shouldfail or session.shouldstop:
+        if state.gate is not None:
+            state.gate.not_run()
+        return
+    gate = state.gate
+    if gate is not None and (current := gate.current(session)) is not None:
+        confirmation = gate.confirm(session, current)
+        current = gate.count_launches(session, current, confirmation)
+        current = gate.profile_confirmed(session, current, confirmation)
+        gate.conclude(current, confirmation)
+    elif gate is None and state.options.saves:
+        timed = _pytest_benchmark.timed_names(session.config)
+        launch_counts.count_cases(session, state.mode, timed)
+    if state.options.stores_profiles:
+        profiler.store_profiles(session, state.mode)
 
 
 def uses_cuda(config: pytest.Config) -> bool:
     """Whether this session benchmarks on CUDA, as the project's conftest answers (hookspec)."""
     return bool(config.hook.pytest_perfgate_uses_cuda(config=config))
-
-
-def storage_key(config: pytest.Config) -> str:
-    """The run's hardware key: the hardware, or for instruction counts their own key."""
-    from perfgate import instructions_plugin
-    from perfgate.measure import machine
-
-    return instructions_plugin.storage_key(config) or machine.hardware_key(uses_cuda(config))

@@ -74,8 +74,7 @@ class ShardSelection:
         self.index, self.count, self.folder = index, count, folder
         self.elsewhere: set[str] = set()  # cases of the other parts: not judged by this shard
 
-    @pytest.hookimpl(trylast=True)  # registered before the gate, so it runs before the gate's
-    def pytest_collection_modifyitems(self, config: pytest.Config, items: list) -> None:
+    def select(self, config: pytest.Config, items: list) -> None:
         stored = self._stored()  # its cases that are not collected go to one part too
         groups = {item.nodeid: ratio_group(item) for item in items}  # ratio partners together
         part = split([item.nodeid for item in items] + list(stored), stored, self.count, groups)
@@ -93,26 +92,20 @@ class ShardSelection:
         runs = [r for r in store.saved_runs(self.folder) if not run_schema.from_the_future(r)]
         return durations(runs[-1]) if runs else {}
 
-    def pytest_report_header(self) -> str:
+    def header(self) -> str:
         return f"perfgate: shard {self.index}/{self.count} of the collected cases"
 
+    def machine_info(self) -> dict:
+        """``{"shard": {"index": I, "count": N}}``, recorded with the run (``perfgate merge``)."""
+        return {"shard": {"index": self.index, "count": self.count}}
 
-def configure(config: pytest.Config, folder: Path) -> None:
-    """Register the selection when --perf-shard is given (a usage error for a bad value)."""
-    text = config.getoption("--perf-shard", None)
+
+def selection(text: str | None, folder: Path) -> ShardSelection | None:
+    """The selection of ``--perf-shard I/N`` (None without it; a usage error for a bad value)."""
     if not text:
-        return
+        return None
     try:
         index, count = parse(text)
     except ValueError as error:
         raise pytest.UsageError(str(error)) from None
-    config.pluginmanager.register(ShardSelection(index, count, folder), "perfgate-shard")
-
-
-def machine_info(config: pytest.Config) -> dict:
-    """``{"shard": {"index": I, "count": N}}`` for a shard run, else {}."""
-    text = config.getoption("--perf-shard", None)
-    if not text:
-        return {}
-    index, count = parse(text)
-    return {"shard": {"index": index, "count": count}}
+    return ShardSelection(index, count, folder)

@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from perfgate import _pytest_benchmark
-from perfgate.benchmark import run_from_json
+from perfgate.benchmark import Run, run_from_json
 from perfgate.declarations import ratio_group
-from perfgate.gate import GateSession
+from perfgate.gate import GateSession, with_info
 from perfgate.measure import gpu
 from perfgate.reruns import say
 from perfgate.store.merge import MergeError, merge_runs
@@ -55,46 +55,43 @@ def times_here(config: pytest.Config) -> bool:
     return merging(config) == (worker_id(config) is not None)
 
 
-def configure(config: pytest.Config, use_cuda: bool) -> type[GateSession]:
-    """Register the worker's or the controller's side; returns the gate class for this process."""
+def configure(config: pytest.Config, use_cuda: bool) -> tuple[Worker | None, Controller | None]:
+    """This process's side of a merged xdist session: (its worker, its controller), or neither."""
     if not merging(config):
-        return GateSession
+        return None, None
     worker = worker_id(config)
     if worker is None:
         if use_cuda:
             gpu.check_worker_count(config.option.numprocesses, gpu.device_count())
-        controller = Controller(config)
-        config.pluginmanager.register(controller, "perfgate-xdist-controller")
-        config.pluginmanager.register(Scheduling(controller.groups), "perfgate-xdist-scheduling")
-        return controller.gate_class()
+        return None, Controller(config)
     facts = gpu.pin(worker) if use_cuda else None
-    config.pluginmanager.register(Worker(config, facts), "perfgate-xdist-worker")
-    return WorkerGate
+    return Worker(config, facts), None
 
 
-class Scheduling:
+def gate_class(worker: Worker | None, controller: Controller | None) -> type[GateSession]:
+    if worker is not None:
+        return WorkerGate
+    return controller.gate_class() if controller is not None else GateSession
+
+
+def scheduler(config: pytest.Config, log, groups: Path):
     """Cases go to workers in groups: a case with the partners of its same-run ratios
-    (``declarations.ratio_group``, as the workers found them when collecting)."""
+    (``declarations.ratio_group``, as the workers found them when collecting); None for a
+    ``--dist`` the user chose (xdist's own scheduling)."""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
 
-    def __init__(self, groups: Path):
-        self.groups = groups
+    found = {}
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_make_scheduler(self, config: pytest.Config, log):
-        if config.getoption("dist") != "load":  # the user chose a --dist of their own
-            return None
-        from xdist.scheduler import LoadScopeScheduling
+    class ByRatioGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if not found:  # every worker wrote its file before reporting its collection
+                for path in sorted(groups.glob("*.json")):
+                    found.update(json.loads(path.read_text(encoding="utf-8")))
+            return found.get(nodeid, nodeid)
 
-        folder, found = self.groups, {}
-
-        class ByRatioGroup(LoadScopeScheduling):
-            def _split_scope(self, nodeid: str) -> str:
-                if not found:  # every worker wrote its file before reporting its collection
-                    for path in sorted(folder.glob("*.json")):
-                        found.update(json.loads(path.read_text(encoding="utf-8")))
-                return found.get(nodeid, nodeid)
-
-        return ByRatioGroup(config, log)
+    return ByRatioGroup(config, log)
 
 
 class Worker:
@@ -107,12 +104,12 @@ class Worker:
                             ("benchmark_json", None)):  # fmt: skip
             setattr(config.option, option, off)
 
-    @pytest.hookimpl(trylast=True)  # pytest-benchmark's session exists by now
-    def pytest_sessionstart(self) -> None:
+    def start(self) -> None:
+        """At session start (pytest-benchmark's session exists by then): time under xdist."""
         _pytest_benchmark.time_under_xdist(self.config)
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+    def write_groups(self, items: list[pytest.Item]) -> None:
+        """The ratio groups of the collected items, for the controller's scheduler."""
         if not self.groups:
             return
         groups = {item.nodeid: ratio_group(item) for item in items}
@@ -120,14 +117,10 @@ class Worker:
         path.with_suffix(".tmp").write_text(json.dumps(groups), encoding="utf-8")
         path.with_suffix(".tmp").replace(path)  # the scheduler never reads half a file
 
-    @pytest.hookimpl(optionalhook=True, trylast=True)
-    def pytest_benchmark_update_machine_info(self, machine_info: dict) -> None:
-        if self.facts is not None:
-            machine_info.setdefault("perfgate", {})["gpu"] = self.facts
+    def machine_info(self) -> dict:
+        return {} if self.facts is None else {"gpu": self.facts}
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self) -> None:
-        _pytest_benchmark.drop_unmeasured(self.config)
+    def send_run(self) -> None:
         run = _pytest_benchmark.session_json(self.config)
         self.config.workeroutput[RUN] = json.dumps(run)
 
@@ -136,24 +129,22 @@ class WorkerGate(GateSession):
     """The gate in a worker: checks, confirmation re-runs and profiles of its own cases; the
     controller judges the merged run, reports and sets the exit status."""
 
-    @pytest.hookimpl(trylast=True)  # after -k / -m deselection, as the gate's own
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        super().pytest_collection_modifyitems(items)
+    def check(self, items: list[pytest.Item]) -> None:
+        super().check(items)
         if self.problem:
             self.config.workeroutput[PROBLEM] = self.problem
 
-    def gate(self, session: pytest.Session) -> None:
-        current = _pytest_benchmark.current_run(self.config)
-        self.confirm(session, current)
+    def conclude(self, current: Run, confirmation: Run | None) -> None:
+        """Send the re-runs and the profiles of what was confirmed to the controller."""
         profiles = {name: b.extra_info["profile"] for name, b in current.benchmarks.items()
                     if "profile" in b.extra_info}  # fmt: skip
         sent = {"confirmation": self.confirmation_json, "profiles": profiles}
         self.config.workeroutput[GATE] = json.dumps(sent)
 
-    def pytest_terminal_summary(self, terminalreporter) -> None:
-        return None
+    def summary(self) -> list[str]:
+        return []
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def exit_status(self, session: pytest.Session) -> None:
         return None
 
 
@@ -163,16 +154,15 @@ class Controller:
     def __init__(self, config: pytest.Config):
         self.config = config
         self.sent: dict[str, dict] = {}
+        self.merged: dict | None = None
+        self.problem: str | None = None
         self.groups = Path(tempfile.mkdtemp(prefix="perfgate-xdist-groups-"))
         config.add_cleanup(lambda: shutil.rmtree(self.groups, ignore_errors=True))
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node) -> None:
+    def configure_node(self, node) -> None:
         node.workerinput[GROUPS] = str(self.groups)
-        self.merged: dict | None = None
-        self.problem: str | None = None
 
-    def pytest_testnodedown(self, node, error) -> None:
+    def node_down(self, node) -> None:
         output = getattr(node, "workeroutput", None) or {}
         worker = (getattr(node, "workerinput", None) or {}).get("workerid") or str(node.gateway.id)
         self.sent[worker] = {key: output.get(key) for key in (RUN, GATE, PROBLEM)}
@@ -201,18 +191,18 @@ class Controller:
     def worker_problem(self) -> str | None:
         return next((s[PROBLEM] for _, s in sorted(self.sent.items()) if s.get(PROBLEM)), None)
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def save(self, session: pytest.Session, saver, gate: bool) -> None:
+        """Write and save the merged run (``--benchmark-json``,
+        ``--benchmark-save``/``--benchmark-autosave``) through the session's ``saver``."""
         merged = self.merge()
         if merged is None:
-            if self.problem and not self.config.getoption("--perf-gate"):  # the gate says it
+            if self.problem and not gate:  # the gate says it
                 say(self.config, f"perfgate: NOT saved or written: {self.problem}")
                 session.exitstatus = SAVE_FAILED
             return
         if target := self.config.option.benchmark_json:
             write_json(target, merged)
         name = self.config.option.benchmark_save or self.config.option.benchmark_autosave
-        saver = self.config.pluginmanager.get_plugin("perfgate-asked").saver
         if name:
             saver(merged, name if isinstance(name, str) else _autosave_name(merged))
 
@@ -220,22 +210,25 @@ class Controller:
         controller = self
 
         class MergedGate(GateSession):
-            """The gate on the controller: judges the merged run of the workers."""
+            """The gate on the controller: judges the merged run of the workers, with their
+            re-runs and the profiles of what they confirmed (launch counts are in their runs)."""
 
-            def gate(self, session: pytest.Session) -> None:
+            def current(self, session: pytest.Session) -> Run | None:
                 merged = controller.merge()
-                self.problem = controller.worker_problem() or controller.problem
-                if self.problem:
-                    return
-                if merged is None:
+                self.problem = controller.worker_problem() or controller.problem or self.problem
+                if not self.problem and merged is None:
                     self.problem = "no worker timed a benchmark; run the gate without -n"
-                    return
-                current = run_from_json(merged, None)
-                for name, profile in controller.profiles().items():
-                    current.benchmarks[name].extra_info["profile"] = profile
+                return None if self.problem else run_from_json(merged, None)
+
+            def confirm(self, session: pytest.Session, current: Run) -> Run | None:
                 confirmation = controller.confirmation()
-                self.conclude(current, None if confirmation is None else
-                              run_from_json(confirmation, None))  # fmt: skip
+                return None if confirmation is None else run_from_json(confirmation, None)
+
+            def count_launches(self, session: pytest.Session, current: Run, confirmation) -> Run:
+                return current
+
+            def profile_confirmed(self, session: pytest.Session, current: Run, confirmation):
+                return with_info(current, "profile", controller.profiles())
 
         return MergedGate
 

@@ -235,13 +235,13 @@ sys.exit(status)
 @pytest.fixture
 def profiled(monkeypatch):
     """Replace the pytest command by PROFILED; records the pytest command it replaced."""
-    state, real_command = SimpleNamespace(commands=[], status=0), profile.pytest_command
+    state, real_command = SimpleNamespace(commands=[], status=0), profile.profile_argv
 
     def command(test_id, folder, extra=()):
         state.commands.append(real_command(test_id, folder, extra))
         return [sys.executable, "-c", PROFILED, str(folder), str(state.status)]
 
-    monkeypatch.setattr(profile, "pytest_command", command)
+    monkeypatch.setattr(profile, "profile_argv", command)
     monkeypatch.chdir(ROOT)  # the test ids name files of perf_tests/
     return state
 

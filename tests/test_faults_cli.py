@@ -162,7 +162,7 @@ def test_ctrl_c_in_profile_is_one_line_and_stops_pytest(tmp_path, monkeypatch):
     def command(test_id, folder, extra=()):
         return [sys.executable, "-c", INTERRUPTS_PARENT, str(pid_file)]
 
-    monkeypatch.setattr(profile, "pytest_command", command)
+    monkeypatch.setattr(profile, "profile_argv", command)
     monkeypatch.chdir(ROOT)
     status, _, err = perfgate("profile", "perf_tests/test_sdpa.py::test_x", "--out", str(tmp_path))
     assert status == 130 and "interrupted" in err and "Traceback" not in err

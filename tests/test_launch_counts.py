@@ -114,17 +114,18 @@ COUNTED_CASE = """
 import os
 
 from perfgate import _pytest_benchmark
-from perfgate.measure import launch_counts
+from perfgate.measure import mode
 from virtual_clock import work
 
 
 def test_model(benchmark):
-    if launch_counts.counting():  # what time_wall does on CUDA, the trace replaced by a fake
+    now = mode.of(benchmark)  # what time_wall does on CUDA, the trace replaced by a fake
+    if now.counting:
         launches = int(os.environ["FAKE_LAUNCHES"])
-        launch_counts.collected[benchmark.fullname] = {"kernel_launches": launches}
+        now.counts[benchmark.fullname] = {"kernel_launches": launches}
         _pytest_benchmark.mark_profiled(benchmark)
         return
-    launch_counts.countable.add(benchmark.fullname)
+    now.countable.add(benchmark.fullname)
     benchmark.extra_info["host_bound"] = True
     benchmark.pedantic(work, rounds=20, iterations=1, warmup_rounds=1)
 """

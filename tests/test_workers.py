@@ -233,9 +233,7 @@ def test_a_worker_records_its_gpu_and_leaves_saving_to_the_controller():
         False,
         None,
     )
-    machine_info = {"perfgate": {"hardware_key": "NVIDIA-H200"}}
-    worker.pytest_benchmark_update_machine_info(machine_info)
-    assert machine_info["perfgate"] == {"hardware_key": "NVIDIA-H200", "gpu": facts}
+    assert worker.machine_info() == {"gpu": facts}  # into machine_info["perfgate"]
 
 
 @pytest.mark.parametrize("cuda, gpus, workers", [(True, 2, 2), (True, 0, None), (False, 2, None)])

@@ -17,7 +17,7 @@ PYTEST_NO_TESTS = 5  # pytest's exit code when nothing was collected
 NOTHING_PROFILED = 2  # the command's error status: pytest passed, but no case was profiled
 
 
-def pytest_command(test_id: str, folder: Path, extra: Sequence[str] = ()) -> list[str]:
+def profile_argv(test_id: str, folder: Path, extra: Sequence[str] = ()) -> list[str]:
     """The pytest command line that profiles ``test_id`` into ``folder``."""
     return [
         sys.executable,
@@ -79,7 +79,7 @@ def run_profile(
         return 2
     folder.mkdir(parents=True, exist_ok=True)
     before = _files(folder)
-    command = pytest_command(test_id, folder, extra)
+    command = profile_argv(test_id, folder, extra)
     print(f"running: {shlex.join(command)}", file=err, flush=True)
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1

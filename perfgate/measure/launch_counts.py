@@ -22,6 +22,7 @@ import pytest
 
 from perfgate import _pytest_benchmark
 from perfgate.fields import Clock, Field
+from perfgate.measure.mode import Mode
 from perfgate.reruns import run_again, say
 
 if TYPE_CHECKING:  # torch is imported where a case is counted, never by the gate's session
@@ -34,14 +35,6 @@ KERNEL_LAUNCHES = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCoopera
 GRAPH_LAUNCHES = {"cudaGraphLaunch", "cuGraphLaunch"}
 GRAPH_NODES = {"kernel", "gpu_memcpy", "gpu_memset"}  # device work a graph launch can run
 HOST_APIS = {"cuda_runtime", "cuda_driver"}
-
-countable: set[str] = set()  # fullnames of the CUDA cases timed by wall time this session
-collected: dict[str, dict] = {}  # fullname -> launch counts, filled in counting mode
-_counting = False
-
-
-def counting() -> bool:
-    return _counting
 
 
 def _api_name(name: str) -> str:
@@ -73,8 +66,8 @@ def count_trace(events: list[dict], calls: int) -> dict[str, int | float]:
     }
 
 
-def count_case(benchmark, fn: Callable[[], object], device: torch.device) -> dict:
-    """Count ``fn``'s launches instead of timing it (counting mode): keep them in ``collected``."""
+def count_case(benchmark, fn: Callable[[], object], device: torch.device, mode: Mode) -> dict:
+    """Count ``fn``'s launches instead of timing it (counting mode), into ``mode.counts``."""
     import torch
 
     fn()
@@ -88,43 +81,26 @@ def count_case(benchmark, fn: Callable[[], object], device: torch.device) -> dic
         trace = Path(folder) / "trace.json"
         profile.export_chrome_trace(str(trace))
         events = json.loads(trace.read_text(encoding="utf-8")).get("traceEvents", [])
-    collected[benchmark.fullname] = count_trace(events, COUNTED_CALLS)
+    mode.counts[benchmark.fullname] = count_trace(events, COUNTED_CALLS)
     _pytest_benchmark.mark_profiled(benchmark)
     return {Field.CLOCK: Clock.COUNTED}
 
 
-def count_cases(session: pytest.Session, names: set[str]) -> dict[str, dict]:
+def count_cases(session: pytest.Session, mode: Mode, names: set[str]) -> dict[str, dict]:
     """Run the named countable cases again in counting mode; set their ``extra_info`` counts in
     the session's results and return them (name -> counts)."""
-    global _counting
     config = session.config
-    names = names & countable
+    names = names & mode.countable
     if not names:
         return {}
     say(config, f"perfgate: counting the launches of {len(names)} wall-timed CUDA cases")
     start = _pytest_benchmark.result_count(config)
-    _counting = True
-    try:
-        run_again(session, names)
-    finally:
-        _counting = False
-        _pytest_benchmark.take_results_since(config, start)  # cases timed anyway
-    counts = {name: collected[name] for name in names if name in collected}
+    with mode.switched(counting=True):
+        try:
+            run_again(session, names)
+        finally:
+            _pytest_benchmark.take_results_since(config, start)  # cases timed anyway
+    counts = {name: mode.counts[name] for name in names if name in mode.counts}
     for name, value in counts.items():
         _pytest_benchmark.add_extra_info(config, name, KEY, value)
     return counts
-
-
-class LaunchCountStore:
-    """Counts after the main loop when no gate runs (a saved run, an A/B block): the gate counts
-    itself, after its confirmation re-runs, so that none of its timings runs under CUPTI."""
-
-    def __init__(self, config: pytest.Config):
-        self.config = config
-
-    @pytest.hookimpl(wrapper=True, trylast=True)
-    def pytest_runtestloop(self, session: pytest.Session):
-        result = yield
-        if not (session.testsfailed or session.shouldfail or session.shouldstop):
-            count_cases(session, _pytest_benchmark.timed_names(self.config))
-        return result

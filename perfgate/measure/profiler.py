@@ -3,14 +3,14 @@
 - ``--perf-profile DIR``, and the gate for what it confirmed: each case runs a few calls under
   the profiler and writes its operator table and a Chrome trace to DIR;
 - runs that are saved (a baseline to be; ``--perf-store-profiles``): after the whole session,
-  each timed case runs once more under the profiler (``ProfileStore``) and its compact profile
-  is stored in its ``extra_info["profile"]``, so a later regression can be attributed kernel by
-  kernel. Never between timings: a CUDA profiler session leaves CUPTI attached, which slows
+  each timed case runs once more under the profiler and its compact profile is stored in its
+  ``extra_info["profile"]`` (``store_profiles``), so a later regression can be attributed kernel
+  by kernel. Never between timings: a CUDA profiler session leaves CUPTI attached, which slows
   every later kernel launch of the process (pytorch/pytorch#144455).
 
 A compact profile (``compact``) holds, per call, the self time of the largest kernels (device
 time on CUDA, operator CPU time on the CPU) and the bytes allocated under each operator; every
-profiled case leaves one in ``collected``.
+profiled case leaves one in its session's ``Mode.profiles``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import pytest
 
 from perfgate import _pytest_benchmark
 from perfgate.fields import PROFILE_ROWS, Clock, Field
+from perfgate.measure.mode import Mode
 from perfgate.reruns import run_again, say
 
 if TYPE_CHECKING:  # torch is imported where a case is profiled, never by the gate's session
@@ -33,89 +34,65 @@ if TYPE_CHECKING:  # torch is imported where a case is profiled, never by the ga
 PROFILED_CALLS = 5
 NAME_LENGTH = 160  # kernel names are cut here (C++ template names run to kilobytes)
 
-_profile_dir: Path | None = None  # profile each case into files here instead of timing it
-_collecting = False  # profile each case instead of timing it, keeping only the compact profile
-collected: dict[str, dict] = {}  # fullname -> compact profile of each case profiled
-profilable: set[str] = set()  # fullnames of the cases timed by time_wall or time_device
-
-
-def active() -> bool:
-    """True when benchmark cases are profiled instead of timed."""
-    return _profile_dir is not None or _collecting
-
-
-def writes_files() -> bool:
-    return _profile_dir is not None
-
-
-def set_profile_dir(path: Path | None) -> None:
-    """Profile every benchmark case into ``path`` instead of timing it (None: time again)."""
-    global _profile_dir
-    _profile_dir = None if path is None else Path(path)
-
-
-def set_collecting(on: bool) -> None:
-    """Profile every benchmark case instead of timing it, keeping only ``collected``."""
-    global _collecting
-    _collecting = on
-
 
 def skip(benchmark) -> None:
     """A case not profiled while profiling (a fresh compile per round): no result, no warning."""
     _pytest_benchmark.mark_profiled(benchmark)
 
 
-class ProfileStore:
-    """Stores a compact profile with every case this session timed, for runs that are saved.
+def instead_of_timing(benchmark, fn: Callable[[], object], device: torch.device, mode: Mode):
+    """For a case measure.timing times: known as profilable; while the session profiles, profiled
+    instead of timed (its facts for ``extra_info``), else None (time it)."""
+    mode.profilable.add(benchmark.fullname)
+    return profile_calls(benchmark, fn, device, mode) if mode.profiling() else None
 
-    Runs after the whole session (the gate's re-runs included: ``tryfirst`` makes this wrapper
-    the outermost), then hands the profiles to pytest-benchmark before it writes the run.
-    """
 
-    def __init__(self, config: pytest.Config):
-        self.config = config
-
-    @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtestloop(self, session: pytest.Session):
-        result = yield
-        if session.testsfailed or session.shouldfail or session.shouldstop:
-            return result
-        timed = _pytest_benchmark.timed_names(self.config) & profilable
-        if timed:
-            say(self.config, f"perfgate: profiling {len(timed)} timed cases to store with the run")
-            start, start_time = _pytest_benchmark.result_count(self.config), time.perf_counter()
-            set_collecting(True)
-            try:
-                failed = run_again(session, timed)
-            finally:
-                set_collecting(False)
-                _pytest_benchmark.take_results_since(self.config, start)  # cases timed anyway
-            for name in timed & set(collected):
-                _pytest_benchmark.add_extra_info(self.config, name, Field.PROFILE, collected[name])
-            seconds = time.perf_counter() - start_time
-            stored = len(timed & set(collected))
-            say(self.config, f"perfgate: {stored} profiles stored in {seconds:.0f} s")
-            if failed:
-                say(self.config, f"perfgate: no profile for {len(failed)} cases that failed "
-                     f"when run again under the profiler: {', '.join(failed)}")  # fmt: skip
-        return result
+def store_profiles(session: pytest.Session, mode: Mode) -> None:
+    """Store a compact profile with every case this session timed, for a run that is saved:
+    the timed cases run once more, profiled instead of timed, and their profiles go to
+    pytest-benchmark's results before it writes the run. A pass after the main loop (and after
+    the gate's re-runs): profiling leaves CUPTI attached, which would slow later timings."""
+    config = session.config
+    timed = _pytest_benchmark.timed_names(config) & mode.profilable
+    if not timed:
+        return
+    say(config, f"perfgate: profiling {len(timed)} timed cases to store with the run")
+    start, start_time = _pytest_benchmark.result_count(config), time.perf_counter()
+    with mode.switched(collecting=True):
+        try:
+            failed = run_again(session, timed)
+        finally:
+            _pytest_benchmark.take_results_since(config, start)  # cases timed anyway
+    stored = timed & set(mode.profiles)
+    for name in stored:
+        _pytest_benchmark.add_extra_info(config, name, Field.PROFILE, mode.profiles[name])
+    seconds = time.perf_counter() - start_time
+    say(config, f"perfgate: {len(stored)} profiles stored in {seconds:.0f} s")
+    if failed:
+        say(config, f"perfgate: no profile for {len(failed)} cases that failed "
+            f"when run again under the profiler: {', '.join(failed)}")  # fmt: skip
 
 
 def profile_calls(
-    benchmark, fn: Callable[[], object], device: torch.device, calls: int = PROFILED_CALLS
+    benchmark,
+    fn: Callable[[], object],
+    device: torch.device,
+    mode: Mode,
+    calls: int = PROFILED_CALLS,
 ) -> dict:
-    """Profile ``fn`` instead of timing it: keep its compact profile in ``collected``; with a
-    profile folder, also write the top-20 operator table (by self device time on CUDA, self CPU
-    time on the CPU) and a Chrome trace there."""
+    """Profile ``fn`` instead of timing it: keep its compact profile in ``mode.profiles``; with
+    a profile folder (``mode.profile_dir``), also write the top-20 operator table (by self
+    device time on CUDA, self CPU time on the CPU) and a Chrome trace there."""
     profile = run_profiler(fn, device, calls)
-    collected[benchmark.fullname] = compact(profile.events(), device, calls)
+    mode.profiles[benchmark.fullname] = compact(profile.events(), device, calls)
     _pytest_benchmark.mark_profiled(benchmark)
-    if _profile_dir is None:
+    folder = mode.profile_dir
+    if folder is None:
         return {Field.CLOCK: Clock.PROFILED}
     sort_by = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
     table = profile.key_averages().table(sort_by=sort_by, row_limit=20)
-    _profile_dir.mkdir(parents=True, exist_ok=True)
-    stem = _profile_dir / re.sub(r"[^A-Za-z0-9._-]", "_", benchmark.name)
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = folder / re.sub(r"[^A-Za-z0-9._-]", "_", benchmark.name)
     Path(f"{stem}.txt").write_text(f"{benchmark.fullname}: {calls} calls\n{table}\n")
     profile.export_chrome_trace(f"{stem}.trace.json")
     return {Field.CLOCK: Clock.PROFILED, Field.PROFILE: f"{stem}.txt"}

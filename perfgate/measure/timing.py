@@ -23,8 +23,7 @@ import torch
 
 from perfgate import _pytest_benchmark
 from perfgate.fields import HOST_BOUND_FRACTION, Clock, Field
-from perfgate.measure import launch_counts, nvml
-from perfgate.measure import profiler as profiling
+from perfgate.measure import launch_counts, mode, nvml, profiler
 from perfgate.stats import median
 
 
@@ -101,11 +100,11 @@ def do_bench_seconds(fn: Callable[[], object]) -> float:
 
 def time_wall(benchmark, fn: Callable[[], object], device: torch.device, budget: Budget) -> dict:
     """Benchmark ``fn`` by synchronized wall time; returns facts for ``extra_info``."""
-    profiling.profilable.add(benchmark.fullname)
-    if profiling.active():
-        return profiling.profile_calls(benchmark, fn, device)
-    if device.type == "cuda" and launch_counts.counting():
-        return launch_counts.count_case(benchmark, fn, device)
+    now = mode.of(benchmark)  # a pass after the main loop profiles or counts instead of timing
+    if (profiled := profiler.instead_of_timing(benchmark, fn, device, now)) is not None:
+        return profiled
+    if device.type == "cuda" and now.counting:
+        return launch_counts.count_case(benchmark, fn, device, now)
     if benchmark.disabled:  # --benchmark-disable runs the body once, untimed
         benchmark.pedantic(fn)
         synchronize(device)
@@ -115,7 +114,7 @@ def time_wall(benchmark, fn: Callable[[], object], device: torch.device, budget:
     facts = {Field.CLOCK: Clock.PERF_COUNTER, Field.ITERATIONS: iterations, Field.ROUNDS: rounds}
     clocks = None
     if device.type == "cuda":
-        launch_counts.countable.add(benchmark.fullname)  # its launches: counted after the loop
+        now.countable.add(benchmark.fullname)  # its launches: counted after the loop
         clocks = use_cuda_clock(benchmark, cuda_event_clock())
         host = host_enqueue_seconds(fn, device, max(iterations, 3))
         device_seconds = do_bench_seconds(fn)
@@ -145,9 +144,9 @@ def time_device(
     reports GPU seconds per captured call. On the CPU this is wall time over the rotation.
     """
     rotation = _Rotation(calls)
-    profiling.profilable.add(benchmark.fullname)
-    if profiling.active():
-        return profiling.profile_calls(benchmark, rotation, device)
+    now = mode.of(benchmark)
+    if (profiled := profiler.instead_of_timing(benchmark, rotation, device, now)) is not None:
+        return profiled
     if benchmark.disabled or device.type != "cuda":
         return time_wall(benchmark, rotation, device, budget)
     graph = capture_graph(calls, device)
@@ -208,12 +207,10 @@ def time_rounds(
     One iteration per round; the reading is divided by ``calls``, so pytest-benchmark stores the
     mean seconds per call of each round. ``round_fn`` must end with the device synchronized.
     """
-    if profiling.active():  # one round is a fresh compile: profiled into files only
-        if profiling.writes_files():
-            profiling.profile_calls(benchmark, round_fn, device, calls=1)
-        else:
-            profiling.skip(benchmark)
-        return
+    if (now := mode.of(benchmark)).profiling():  # a fresh compile per round: into files only
+        if now.profile_dir is not None:
+            profiler.profile_calls(benchmark, round_fn, device, now, calls=1)
+        return profiler.skip(benchmark)  # no result either way
     if benchmark.disabled:
         benchmark.pedantic(round_fn)
         return
