@@ -1,0 +1,162 @@
+"""The harness's stages stay in order: the data flows measure -> store -> verdict -> report, and
+only ``perfgate/plugin.py`` talks to pytest through hooks.
+
+Each rule is a function over a package folder that returns what breaks it; the tests run them
+over ``perfgate/`` (nothing may break), then over a small package made to break each rule, so a
+rule that stopped seeing its breach fails here too.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "perfgate"
+MAX_LINES = 300
+
+# stage -> the stages (and outside modules) it must never import
+NEVER = {
+    "measure": ("perfgate.verdict", "perfgate.report", "perfgate.cli", "perfgate.store"),
+    "verdict": ("perfgate.store", "perfgate.report", "perfgate.cli", "perfgate.plugin", "pytest"),
+    "store": ("perfgate.verdict", "perfgate.report", "perfgate.cli", "perfgate.plugin"),
+    "report": ("perfgate.cli", "perfgate.plugin", "pytest"),
+}
+HOOK_MODULES = {"plugin.py"}  # hookspec.py declares a hook for projects; it implements none
+SPEC_MODULES = {"hookspec.py"}
+
+
+def _modules(package: Path):
+    for path in sorted(package.rglob("*.py")):
+        yield path, ast.parse(path.read_text(), filename=str(path))
+
+
+def _dotted(path: Path, package: Path) -> list[str]:
+    parts = list(path.relative_to(package.parent).with_suffix("").parts)
+    return parts[:-1] if parts[-1] == "__init__" else parts
+
+
+def imported(path: Path, tree: ast.Module, package: Path) -> set[str]:
+    """Every module that ``path`` imports, anywhere in it, as dotted names (``from a import b``
+    gives ``a`` and ``a.b``: b may be a module)."""
+    here = _dotted(path, package)
+    if path.name != "__init__.py":
+        here = here[:-1]  # the package this module is in
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = here[: len(here) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _stage(path: Path, package: Path) -> str | None:
+    parts = path.relative_to(package).parts
+    return parts[0] if len(parts) > 1 else None
+
+
+def import_breaches(package: Path) -> list[str]:
+    breaches = []
+    for path, tree in _modules(package):
+        forbidden = NEVER.get(_stage(path, package) or "", ())
+        for name in sorted(imported(path, tree, package)):
+            hit = [f for f in forbidden if name == f or name.startswith(f + ".")]
+            if hit:
+                breaches.append(f"{path.relative_to(package.parent)} imports {name}")
+    return breaches
+
+
+def hook_breaches(package: Path) -> list[str]:
+    breaches = []
+    for path, tree in _modules(package):
+        if path.name in HOOK_MODULES | SPEC_MODULES and path.parent == package:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
+                "pytest_"
+            ):
+                breaches.append(f"{path.relative_to(package.parent)}:{node.lineno} {node.name}")
+            if isinstance(node, ast.Attribute) and node.attr == "register":
+                if isinstance(node.value, ast.Attribute) and node.value.attr == "pluginmanager":
+                    breaches.append(f"{path.relative_to(package.parent)}:{node.lineno} registers")
+    return breaches
+
+
+def size_breaches(package: Path) -> list[str]:
+    return [
+        f"{path.relative_to(package.parent)} has {n} lines"
+        for path in sorted(package.rglob("*.py"))
+        if (n := len(path.read_text().splitlines())) > MAX_LINES
+    ]
+
+
+RULES = (import_breaches, hook_breaches, size_breaches)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.__name__)
+def test_perfgate_keeps_its_layers(rule):
+    assert rule(PACKAGE) == []
+
+
+def _package(tmp_path: Path, files: dict[str, str]) -> Path:
+    package = tmp_path / "perfgate"
+    for name, text in {"__init__.py": "", **files}.items():
+        path = package / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return package
+
+
+@pytest.mark.parametrize(
+    "files, breach",
+    [
+        ({"measure/timing.py": "from perfgate.verdict import rules\n"}, "measure/timing.py"),
+        ({"measure/timing.py": "def f():\n    from perfgate import verdict\n"}, "measure/"),
+        ({"measure/timing.py": "from ..verdict.rules import X\n"}, "perfgate.verdict.rules"),
+        ({"verdict/judge.py": "from perfgate import store\n"}, "imports perfgate.store"),
+        ({"verdict/judge.py": "import perfgate.report.tables\n"}, "perfgate.report.tables"),
+        ({"verdict/judge.py": "from perfgate.cli import main\n"}, "perfgate.cli"),
+        ({"verdict/judge.py": "import pytest\n"}, "imports pytest"),
+        ({"verdict/judge.py": "from . import x\nfrom ..store import load\n"}, "perfgate.store"),
+    ],
+)
+def test_a_stage_importing_a_later_one_is_caught(tmp_path, files, breach):
+    found = import_breaches(_package(tmp_path, files))
+    assert len(found) >= 1 and breach in found[0], found
+
+
+def test_allowed_imports_are_not_breaches(tmp_path):
+    package = _package(
+        tmp_path,
+        {
+            "measure/timing.py": "from perfgate import benchmark, stats\n",
+            "verdict/judge.py": "from perfgate.benchmark import Run\nfrom . import rules\n",
+            "cli/compare.py": "from perfgate import store, verdict, report\n",
+        },
+    )
+    assert import_breaches(package) == []
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"gate.py": "def pytest_sessionfinish(session):\n    pass\n"},
+        {"measure/profiler.py": "class P:\n    def pytest_runtestloop(self, s):\n        pass\n"},
+        {"sharding.py": "def configure(config):\n    config.pluginmanager.register(object())\n"},
+    ],
+)
+def test_a_hook_outside_the_plugin_is_caught(tmp_path, files):
+    package = _package(
+        tmp_path, {"plugin.py": "def pytest_configure(config):\n    pass\n", **files}
+    )
+    assert len(hook_breaches(package)) == 1
+
+
+def test_a_long_module_is_caught(tmp_path):
+    package = _package(tmp_path, {"store/runs.py": "x = 1\n" * (MAX_LINES + 1), "ok.py": "x = 1\n"})
+    assert size_breaches(package) == [f"perfgate/store/runs.py has {MAX_LINES + 1} lines"]
