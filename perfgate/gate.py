@@ -24,7 +24,8 @@ from perfgate.measure.instructions import is_instructions
 from perfgate.measure.mode import Mode
 from perfgate.options import Options
 from perfgate.reruns import run_again, say
-from perfgate.session import GATE_NOT_RUN, BaselineChoice, Saver
+from perfgate.session.baseline import GATE_NOT_RUN, BaselineChoice
+from perfgate.session.saver import Saver
 from perfgate.sharding import ShardSelection
 from perfgate.verdict import summary
 from perfgate.verdict.judge import GateResult, Verdict, failed, judge, rerun_names

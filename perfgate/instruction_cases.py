@@ -14,7 +14,7 @@ import pytest
 from perfgate.measure import callgrind, callgrind_inject
 from perfgate.measure import instructions as counters
 from perfgate.options import Options
-from perfgate.session import GateCannotRun
+from perfgate.session.baseline import GateCannotRun
 
 INSTALL_HINT = "install it with `apt-get install valgrind` (Debian, Ubuntu)"
 

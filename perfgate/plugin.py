@@ -40,7 +40,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 returncode=GATE_NOT_RUN,
             )
         return
-    from perfgate.session import GateCannotRun
+    from perfgate.session.baseline import GateCannotRun
 
     try:
         config.pluginmanager.register(Asked(config), "perfgate-asked")
@@ -69,7 +69,8 @@ def pytest_benchmark_compare_machine_info(machine_info: dict, compared_benchmark
 @pytest.fixture(scope="session")
 def instruction_counts(request: pytest.FixtureRequest) -> dict[str, dict]:
     """Every selected instruction case counted by callgrind (``--perf-measure instructions``)."""
-    from perfgate import instruction_cases, session_state
+    from perfgate import instruction_cases
+    from perfgate.session import state as session_state
 
     state = session_state.of(request.config)
     read = state.options if state is not None else options.read(request.config)
@@ -78,10 +79,10 @@ def instruction_counts(request: pytest.FixtureRequest) -> dict[str, dict]:
 
 class Asked:
     """The hooks of a session that asked for perfgate: store, compare, save, gate, profiles.
-    Each calls plain code; the session's state is ``session_state.SessionState``, in the stash."""
+    Each calls plain code; the session's state is ``session.state.SessionState``, in the stash."""
 
     def __init__(self, config: pytest.Config):
-        from perfgate import session_state
+        from perfgate.session import state as session_state
 
         self.config = config
         self.state = session_state.start(config, uses_cuda(config))

@@ -16,7 +16,7 @@ from perfgate.benchmark import Benchmark, run_from_json
 from perfgate.measure import callgrind, callgrind_inject
 from perfgate.measure import instructions as counters
 from perfgate.measure.exact_counters import aten_operators, per_call, python_calls
-from perfgate.session import GATE_NOT_RUN
+from perfgate.session.baseline import GATE_NOT_RUN
 from perfgate.verdict.attribution import function_diff
 from perfgate.verdict.judge import Verdict, judge
 from perfgate.verdict.rules import Case, findings

@@ -14,7 +14,7 @@ from test_plugin import run, saved_runs
 
 from perfgate import store
 from perfgate.cli import main
-from perfgate.session import GATE_NOT_RUN
+from perfgate.session.baseline import GATE_NOT_RUN
 from perfgate.store import baseline
 
 KEY = "AMD-EPYC-2cores"

@@ -18,7 +18,7 @@ from perfgate import store
 from perfgate.benchmark import run_from_json
 from perfgate.cli import main
 from perfgate.gate import thresholds_from
-from perfgate.session import require_samples
+from perfgate.session.baseline import require_samples
 from perfgate.store import baseline as baseline_choice
 from perfgate.verdict import Verdict, judge, parse_thresholds, summary
 

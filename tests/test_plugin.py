@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.session import GATE_NOT_RUN
+from perfgate.session.baseline import GATE_NOT_RUN
 
 # Benchmarks whose durations the test controls exactly: pytest-benchmark reads a virtual clock
 # (--benchmark-timer) that the work advances by PERFGATE_WORK_SECONDS, +-5 % seeded noise, so the

@@ -20,7 +20,8 @@ from perfgate.gate import GateSession
 from perfgate.measure import mode as measure_mode
 from perfgate.measure.mode import Mode
 from perfgate.options import Options
-from perfgate.session import BaselineChoice, Saver
+from perfgate.session.baseline import BaselineChoice
+from perfgate.session.saver import Saver
 from perfgate.sharding import ShardSelection
 from perfgate.workers import Controller, Worker
 
@@ -76,8 +77,9 @@ def of(config: pytest.Config) -> SessionState | None:
 def start(config: pytest.Config, use_cuda: bool) -> SessionState:
     """Check and decide what can be before the first benchmark runs (usage errors, outputs, the
     baseline: a missing one costs a second, not a GPU run); the state, kept in the stash."""
-    from perfgate import gate, instruction_cases, outputs, session, sharding, workers
+    from perfgate import gate, instruction_cases, outputs, sharding, workers
     from perfgate.measure import machine, nvml
+    from perfgate.session import baseline
     from perfgate.store import saving
 
     worker, controller = workers.configure(config, use_cuda)  # -n: pin, merge (xdist)
@@ -95,8 +97,8 @@ def start(config: pytest.Config, use_cuda: bool) -> SessionState:
     thresholds = gate.thresholds_from(config) if read.gate else None  # usage errors first
     instruction_cases.check(read)
     key = instruction_cases.storage_key(read) or machine.hardware_key(use_cuda)
-    choice = session.choose(config, key, read.gate)
-    saver = session.Saver(config, choice, key)
+    choice = baseline.choose(config, key, read.gate)
+    saver = Saver(config, choice, key)
     shard = sharding.selection(read.shard, choice.key_folder)  # a usage error for a bad value
     state = SessionState(config, read, key, choice, saver, mode, clocks, shard, worker, controller)
     if read.gate:

@@ -1,5 +1,5 @@
-"""One pytest session's state: its hardware folder, the chosen baseline, the saver, and "the gate
-cannot run".
+"""The baseline of one pytest session, from its options: its hardware folder, the chosen run and
+its set, where a save goes, and "the gate cannot run".
 
 Decided in ``pytest_configure``, before the first benchmark runs, so a missing or broken baseline
 costs a second, not a GPU run. perfgate loads and checks baselines itself and tells
@@ -17,12 +17,10 @@ import pytest
 
 from perfgate import _pytest_benchmark, options, store
 from perfgate.benchmark import Run
-from perfgate.fields import with_bounded_data
-from perfgate.store import baseline, saving
+from perfgate.store import baseline
 from perfgate.store import schema as run_schema
 
 GATE_NOT_RUN = 6  # exit status: the gate could not run, or gated nothing (README: exit codes)
-UNSAVED = saving.UNSAVED
 
 
 class GateCannotRun(Exception):
@@ -128,7 +126,7 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
             raise GateCannotRun(str(error)) from error
         if not isinstance(error, store.NoSuchRun):
             raise pytest.UsageError(str(error)) from error
-        _say(config, f"perfgate: {error}; nothing is compared this run")
+        warn(config, f"perfgate: {error}; nothing is compared this run")
         _pytest_benchmark.drop_compare_fail(config)
         return choice
     if gate:
@@ -140,8 +138,8 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
         _refuse(config, str(error))
     for run in store.saved_runs(folder):
         if run_schema.from_the_future(run):
-            _say(config, f"perfgate: warning: {store.future_message(run)}")
-    _say(config, f"perfgate: comparing with {choice.label}")
+            warn(config, f"perfgate: warning: {store.future_message(run)}")
+    warn(config, f"perfgate: comparing with {choice.label}")
     return choice
 
 
@@ -164,7 +162,7 @@ def _check_hardware(config: pytest.Config, members: list[Run], key: str, gate: b
             )
             if gate:
                 raise GateCannotRun(line)
-            _say(config, f"perfgate: warning: {line}")
+            warn(config, f"perfgate: warning: {line}")
             return
 
 
@@ -188,48 +186,8 @@ def require_samples(members: list[Run]) -> None:
             )
 
 
-class Saver:
-    """``--benchmark-save`` through the store: atomic, exclusive, and never for a session that
-    did not finish cleanly or whose gate failed (that run goes to perfgate-results/unsaved/)."""
-
-    def __init__(self, config: pytest.Config, choice: BaselineChoice, key: str):
-        self.config, self.choice, self.key = config, choice, key
-        self.session: pytest.Session | None = None
-        self.gate_failed = False
-
-    def __call__(self, run_json: dict, name: str) -> None:
-        run_json = with_bounded_data(run_json)  # a saved run keeps at most KEPT_ROUNDS a case
-        machine_id = _pytest_benchmark.machine_id(self.config)
-        outcome = saving.save_run(run_json, name, Path(self.config.rootpath), self._unclean(),
-                                  lambda kept: store.save_file(self.choice.key_folder, machine_id,
-                                                               name, kept))  # fmt: skip
-        _say(self.config, outcome.line)
-        if self.session is not None and (outcome.failed or outcome.interrupted):
-            failed = saving.SAVE_FAILED if outcome.failed else pytest.ExitCode.INTERRUPTED
-            self.session.exitstatus = failed
-        if outcome.saved is None:
-            return
-        path = self.choice.saved_to = outcome.saved
-        compared = self.choice.baseline
-        if self.choice.per_hardware and compared is not None and compared.hardware_key != self.key:
-            _say(self.config, f"perfgate: warning: saved under {self.key}, but compared with a "
-                 f"run of {compared.hardware_key} ({compared.path})")  # fmt: skip
-        if self.choice.gate:
-            _say(self.config, f"perfgate: warning: {path.name} is now the newest baseline of "
-                 f"{self.key}: the next --perf-gate compares with it")  # fmt: skip
-
-    def _unclean(self) -> str | None:
-        status = self.session.exitstatus if self.session is not None else 0
-        if status == pytest.ExitCode.INTERRUPTED:
-            return "the session was interrupted"
-        if status != pytest.ExitCode.OK or (self.session and self.session.testsfailed):
-            return f"the session did not finish cleanly (exit status {int(status)})"
-        if self.gate_failed:
-            return "the gate found confirmed regressions"
-        return None
-
-
-def _say(config: pytest.Config, line: str) -> None:
+def warn(config: pytest.Config, line: str) -> None:
+    """One yellow line in pytest's terminal (printed where there is none)."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(line, yellow=True)
