@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from perfgate.fields import PROFILE_ROWS
-from perfgate.measure.instructions import ALLOCATOR, STORED_FUNCTIONS, stable_name
+from perfgate.fields import ALLOCATOR, PROFILE_ROWS, STORED_FUNCTIONS, StoredFields
 
 ROWS = 10  # parts shown: kernels, allocation sites, functions
 
@@ -88,17 +87,10 @@ def profile_diff(baseline: dict | None, current: dict | None, part: str) -> list
     return [f"top {len(lines)} {heading}:", *lines]
 
 
-def _stable_counts(extra_info: dict) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for name, count in extra_info.get("top_functions") or []:
-        counts[stable_name(name)] = counts.get(stable_name(name), 0) + count
-    return counts
-
-
-def function_diff(baseline_extra: dict, current_extra: dict, top: int = ROWS) -> list[str]:
-    """The ``top`` functions whose self instructions per call changed most, baseline vs now,
-    outside the allocator (not counted; one line gives its totals)."""
-    stored = [_stable_counts(side) for side in (baseline_extra, current_extra)]
+def function_diff(baseline: StoredFields, current: StoredFields, top: int = ROWS) -> list[str]:
+    """The ``top`` functions whose self instructions per call changed most, baseline vs now
+    (two counted ``Benchmark``), outside the allocator (not counted; one line gives its totals)."""
+    stored = [side.top_functions for side in (baseline, current)]
     # a list of STORED_FUNCTIONS or more was cut: smaller functions are not stored on that side
     cut = (len(stored[0]) >= STORED_FUNCTIONS, len(stored[1]) >= STORED_FUNCTIONS)
     before, now = (
@@ -109,7 +101,7 @@ def function_diff(baseline_extra: dict, current_extra: dict, top: int = ROWS) ->
         lines.insert(0, f"top {len(lines)} functions by change in self instructions per call:")
     else:
         lines = ["no change in the stored per-function counts"]
-    old, new = (side.get("allocator_instructions") for side in (baseline_extra, current_extra))
+    old, new = (side.allocator_instructions for side in (baseline, current))
     if old is not None and new is not None:
         lines.append(f"not counted: the allocator (glibc malloc.c) {old:,} -> {new:,} per call")
     return lines

@@ -21,7 +21,7 @@ def clocks_note(before: Benchmark, now: Benchmark) -> str | None:
     else None."""
     parts = []
     for side, benchmark in (("baseline", before), ("current run", now)):
-        reduced = benchmark.extra_info.get("reduced_clock_rounds") or 0
+        reduced = benchmark.reduced_clock_rounds
         if benchmark.samples and reduced > REDUCED_CLOCK_SHARE * len(benchmark.samples):
             parts.append(
                 f"the {side} ran {reduced} of {len(benchmark.samples)} rounds below "
@@ -33,8 +33,8 @@ def clocks_note(before: Benchmark, now: Benchmark) -> str | None:
 
 def gpu_note(before: Benchmark, now: Benchmark) -> str | None:
     """'compared across two GPUs: ...' when both runs record the GPU that timed the case (a
-    pytest-xdist worker's, ``extra_info["gpu"]``) and they are two physical GPUs, else None."""
-    gpus = [benchmark.extra_info.get("gpu") for benchmark in (before, now)]
+    pytest-xdist worker's, ``Benchmark.gpu``) and they are two physical GPUs, else None."""
+    gpus = [benchmark.gpu for benchmark in (before, now)]
     if not all(isinstance(gpu, dict) for gpu in gpus):
         return None
     ids = [gpu.get("uuid") or gpu.get("physical_index", gpu.get("index")) for gpu in gpus]

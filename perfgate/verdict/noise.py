@@ -89,11 +89,7 @@ def measured_noise(baseline: Benchmark, members: list[Benchmark]) -> Noise | Non
 def floor_of(benchmark: Benchmark) -> float:
     """The tightest threshold a case may get: DEVICE_FLOOR for device-timed kernels, else the
     default threshold."""
-    return (
-        DEVICE_FLOOR
-        if benchmark.extra_info.get("clock") == DEVICE_CLOCK
-        else DEFAULT_TIME_THRESHOLD
-    )
+    return DEVICE_FLOOR if benchmark.device_timed else DEFAULT_TIME_THRESHOLD
 
 
 def case_threshold(

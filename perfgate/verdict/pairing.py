@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 
 from perfgate.benchmark import Benchmark, Ratio, Run
+from perfgate.fields import Field
 
 __all__ = ["Ratio", "RatioValue"]  # Ratio is declared by the tests: it lives in the model
 
@@ -62,8 +63,8 @@ def same_run_ratios(run: Run, declared: dict[str, dict]) -> dict[str, list[Ratio
 def _ratio_value(benchmark: Benchmark, spec: dict, by_context) -> RatioValue | None:
     higher = bool(spec.get("higher_is_better", True))
     if "field" in spec:
-        value = benchmark.extra_info.get(spec["field"])
-        if isinstance(value, int | float) and value > 0:
+        value = benchmark.number(spec["field"])
+        if value is not None and value > 0:
             return RatioValue(spec["name"], float(value), higher, "")
         return None
     key = spec["key"]
@@ -112,13 +113,13 @@ def _worse(a: RatioValue, b: RatioValue) -> bool:
     return a.value < b.value if a.higher_is_better else a.value > b.value
 
 
-PEAK_FIELDS = ("peak_bytes", "forward_peak_bytes")
+PEAK_FIELDS = (Field.PEAK_BYTES, Field.FORWARD_PEAK_BYTES)
 
 
 def peak_bytes(baseline: Benchmark, current: Benchmark) -> tuple[int, int] | None:
     """(baseline, current) peak memory in bytes, from the first field both sides stored."""
     for name in PEAK_FIELDS:
-        before, now = baseline.extra_info.get(name), current.extra_info.get(name)
+        before, now = baseline.number(name), current.number(name)
         if isinstance(before, int) and isinstance(now, int):
             return before, now
     return None
