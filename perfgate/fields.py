@@ -60,6 +60,14 @@ class Field:
     DEVICE = "device"  # the device the case ran on
 
 
+class Declared:
+    """Keys of a test's declarations (``Field.DECLARATIONS``, the ``perfgate`` marker)."""
+
+    FAMILY = "family"  # the family its thresholds may be given for
+    THRESHOLD = "threshold"  # the marker's threshold (a fraction)
+    RATIOS = "ratios"  # same-run ratios (``Ratio.as_json``) the gate judges
+
+
 class RunField:
     """Fields of a run's ``machine_info["perfgate"]`` (``RunField.PERFGATE``), by the plugin."""
 
@@ -98,6 +106,9 @@ class Fact:
     QUANTIZABLE_SHARE = "quantizable_linear_share"  # of the weights, in quantizable Linears
     RELATIVE_ERROR = "relative_error_vs_fp32"
     MEAN_PER_CALL_S = "mean_per_call_s"
+    FIRST_CALL_S, COMPILE_S = "first_call_s", "compile_s"  # torch.compile: first call, compiling
+    COMPILED_STEADY_S, EAGER_STEADY_S = "compiled_steady_s", "eager_steady_s"  # per call after
+    BREAK_EVEN_CALLS = "break_even_calls"  # calls after which compiling has paid for itself
 
 
 class StoredFields:

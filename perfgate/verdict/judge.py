@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from perfgate.benchmark import Benchmark, Run
-from perfgate.fields import HOST_BOUND_FRACTION
+from perfgate.fields import HOST_BOUND_FRACTION, Declared
 from perfgate.stats import MIN_ROUNDS, Comparison, compare_samples
 from perfgate.verdict.attribution import function_diff, profile_diff
 from perfgate.verdict.clocks import clocks_note, gpu_note
@@ -139,7 +139,7 @@ def _verdict_of(
     name: str, before: Benchmark | None, now: Benchmark | None, again, context: _Context
 ) -> GateResult:
     declared = context.declared.get(name, {})
-    family, marker = declared.get("family"), declared.get("threshold")
+    family, marker = declared.get(Declared.FAMILY), declared.get(Declared.THRESHOLD)
     if before is None:
         return GateResult(name, Verdict.NEW, "new benchmark: not in the baseline", family=family)
     if now is None:
