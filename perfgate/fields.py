@@ -60,6 +60,19 @@ class Field:
     DEVICE = "device"  # the device the case ran on
 
 
+class Gpu:
+    """Keys of ``Field.GPU``: the GPU a pytest-xdist worker timed its cases on."""
+
+    INDEX, PHYSICAL_INDEX, UUID = "index", "physical_index", "uuid"  # visible, physical, NVML's
+
+
+class Profile:
+    """Keys of ``Field.PROFILE``: a profiled case's largest parts per call."""
+
+    CLOCK = "clock"  # "device" (kernels' GPU time) or "cpu" (operators' CPU time)
+    TIME_US, ALLOCATED_BYTES = "time_us", "allocated_bytes"  # [name, per call] pairs
+
+
 class Declared:
     """Keys of a test's declarations (``Field.DECLARATIONS``, the ``perfgate`` marker)."""
 

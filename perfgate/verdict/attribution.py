@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from perfgate.fields import ALLOCATOR, PROFILE_ROWS, STORED_FUNCTIONS, StoredFields
+from perfgate.fields import ALLOCATOR, PROFILE_ROWS, STORED_FUNCTIONS, Profile, StoredFields
 
 ROWS = 10  # parts shown: kernels, allocation sites, functions
 
 PARTS = {  # what a profile lists: key, heading, how one value is written
-    "time": ("time_us", "kernels by change in {clock} time per call", "{:,.1f} us"),
-    "memory": ("allocated_bytes", "allocations by change in bytes per call", "{:,.0f} B"),
+    "time": (Profile.TIME_US, "kernels by change in {clock} time per call", "{:,.1f} us"),
+    "memory": (Profile.ALLOCATED_BYTES, "allocations by change in bytes per call", "{:,.0f} B"),
 }
 
 
@@ -74,14 +74,14 @@ def profile_diff(baseline: dict | None, current: dict | None, part: str) -> list
         ]
     if not current:
         return ["no profile of the current run (the gate profiles what it confirmed)"]
-    if baseline.get("clock") != current.get("clock"):
-        clocks = f"baseline {baseline.get('clock')}, now {current.get('clock')}"
+    if baseline.get(Profile.CLOCK) != current.get(Profile.CLOCK):
+        clocks = f"baseline {baseline.get(Profile.CLOCK)}, now {current.get(Profile.CLOCK)}"
         return [f"profiles of other clocks, not compared: {clocks}"]
     key, heading, form = PARTS[part]
     before, now = dict(baseline.get(key) or []), dict(current.get(key) or [])
     cut = (len(before) >= PROFILE_ROWS, len(now) >= PROFILE_ROWS)
     lines = top_changes(before, now, ROWS, form.format, cut)
-    heading = heading.format(clock=current["clock"])
+    heading = heading.format(clock=current[Profile.CLOCK])
     if not lines:
         return [f"{heading}: no change in the stored profiles"]
     return [f"top {len(lines)} {heading}:", *lines]

@@ -10,7 +10,7 @@ leave them ungated for good. The mark explains a change; the nightly's interleav
 from __future__ import annotations
 
 from perfgate.benchmark import Benchmark
-from perfgate.fields import REDUCED_CLOCK_FRACTION
+from perfgate.fields import REDUCED_CLOCK_FRACTION, Gpu
 
 REDUCED_CLOCK_SHARE = 0.2
 
@@ -37,9 +37,9 @@ def gpu_note(before: Benchmark, now: Benchmark) -> str | None:
     gpus = [benchmark.gpu for benchmark in (before, now)]
     if not all(isinstance(gpu, dict) for gpu in gpus):
         return None
-    ids = [gpu.get("uuid") or gpu.get("physical_index", gpu.get("index")) for gpu in gpus]
+    ids = [gpu.get(Gpu.UUID) or gpu.get(Gpu.PHYSICAL_INDEX, gpu.get(Gpu.INDEX)) for gpu in gpus]
     if ids[0] == ids[1]:
         return None
-    shown = [f"GPU {gpu.get('physical_index', gpu.get('index'))} ({gpu.get('uuid') or 'no UUID'})"
-             for gpu in gpus]  # fmt: skip
+    shown = [f"GPU {gpu.get(Gpu.PHYSICAL_INDEX, gpu.get(Gpu.INDEX))} "
+             f"({gpu.get(Gpu.UUID) or 'no UUID'})" for gpu in gpus]  # fmt: skip
     return f"compared across two GPUs of one model: baseline on {shown[0]}, now on {shown[1]}"
