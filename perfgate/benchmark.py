@@ -18,7 +18,7 @@ import numpy as np
 from perfgate.environment import describe_changes as describe_changes  # re-exported
 from perfgate.environment import environment
 from perfgate.environment import environment_changes as environment_changes  # re-exported
-from perfgate.fields import Clock, Field, RunField, StoredFields, kept
+from perfgate.fields import Clock, Declared, Field, RunField, StoredFields, kept
 from perfgate.stats import median
 
 UNVERSIONED = "unversioned"  # pytest-benchmark's commit_info.id of a run saved outside git
@@ -79,7 +79,7 @@ class Benchmark(StoredFields):
 
     @property
     def family(self) -> str | None:
-        return self.declarations.get("family")
+        return self.declarations.get(Declared.FAMILY)
 
     @property
     def clock(self) -> str | None:

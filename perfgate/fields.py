@@ -8,6 +8,8 @@ The lab's own facts that a test records (``implementation``, ``batch``, ...) are
 
 from __future__ import annotations
 
+import re
+
 # Per-round data a run keeps per benchmark: at most this many rounds, evenly spaced in the order
 # they were measured (so the noise blocks of verdict.noise stay in order). The verdict's
 # bootstrap resamples no more than this many a side anyway (stats.BOOTSTRAP_POINTS, equal; this
@@ -19,6 +21,10 @@ HOST_BOUND_FRACTION = 0.8  # Field.HOST_BOUND: host enqueue above this share of 
 REDUCED_CLOCK_FRACTION = 0.95  # Field.REDUCED_CLOCK_ROUNDS: a round below this share of the
 # case's highest SM clock (the verdict builds its messages from both)
 ROUNDS_KEPT = "rounds_kept"  # stats field: how many of stats.rounds are in stats.data, if fewer
+STORED_FUNCTIONS = 100  # Field.TOP_FUNCTIONS: each side stores at least this many, when it has them
+# glibc's allocator (functions of its malloc.c): left out of the counted instructions
+# (``measure.instructions``), of the function diff, and stored apart (ALLOCATOR_INSTRUCTIONS)
+ALLOCATOR = "malloc.c:"
 
 
 class Field:
@@ -52,6 +58,27 @@ class Field:
     PEAK_BYTES = "peak_bytes"  # peak memory of a call (bytes)
     FORWARD_PEAK_BYTES = "forward_peak_bytes"  # peak memory of a forward pass (bytes)
     DEVICE = "device"  # the device the case ran on
+
+
+class Gpu:
+    """Keys of ``Field.GPU``: the GPU a pytest-xdist worker timed its cases on."""
+
+    INDEX, PHYSICAL_INDEX, UUID = "index", "physical_index", "uuid"  # visible, physical, NVML's
+
+
+class Profile:
+    """Keys of ``Field.PROFILE``: a profiled case's largest parts per call."""
+
+    CLOCK = "clock"  # "device" (kernels' GPU time) or "cpu" (operators' CPU time)
+    TIME_US, ALLOCATED_BYTES = "time_us", "allocated_bytes"  # [name, per call] pairs
+
+
+class Declared:
+    """Keys of a test's declarations (``Field.DECLARATIONS``, the ``perfgate`` marker)."""
+
+    FAMILY = "family"  # the family its thresholds may be given for
+    THRESHOLD = "threshold"  # the marker's threshold (a fraction)
+    RATIOS = "ratios"  # same-run ratios (``Ratio.as_json``) the gate judges
 
 
 class RunField:
@@ -92,6 +119,9 @@ class Fact:
     QUANTIZABLE_SHARE = "quantizable_linear_share"  # of the weights, in quantizable Linears
     RELATIVE_ERROR = "relative_error_vs_fp32"
     MEAN_PER_CALL_S = "mean_per_call_s"
+    FIRST_CALL_S, COMPILE_S = "first_call_s", "compile_s"  # torch.compile: first call, compiling
+    COMPILED_STEADY_S, EAGER_STEADY_S = "compiled_steady_s", "eager_steady_s"  # per call after
+    BREAK_EVEN_CALLS = "break_even_calls"  # calls after which compiling has paid for itself
 
 
 class StoredFields:
@@ -111,8 +141,36 @@ class StoredFields:
         return value if isinstance(value, dict) else None
 
     def fact(self, name: str, default: object = None) -> object:
-        """A fact the test recorded (``Fact``), as stored; ``default`` when absent."""
+        """A fact the test recorded (``Fact``), or any field, as stored; ``default`` when absent."""
         return self.extra_info.get(name, default)
+
+    @property
+    def top_functions(self) -> dict[str, int]:
+        """Self instructions per call of the functions a counted case stored, by their
+        ``stable_name`` (names that read alike summed); empty when none were stored."""
+        counts: dict[str, int] = {}
+        for name, count in self.extra_info.get(Field.TOP_FUNCTIONS) or []:
+            counts[stable_name(name)] = counts.get(stable_name(name), 0) + count
+        return counts
+
+    @property
+    def allocator_instructions(self) -> int | None:
+        """Instructions per call spent in the allocator (``ALLOCATOR``), not counted."""
+        return self.extra_info.get(Field.ALLOCATOR_INSTRUCTIONS)
+
+    @property
+    def uncounted(self) -> str | None:
+        """What a counted case's instructions leave out, and why; None when nothing."""
+        return self.extra_info.get(Field.UNCOUNTED)
+
+
+def stable_name(function: str) -> str:
+    """A function's name as it reads in every process: JIT-generated code (oneDNN, MKL) has no
+    symbol, only an address that changes from run to run, and callgrind's recursion suffix
+    (``_PyEval_EvalFrameDefault'2``) changes with the call depth a wrapper adds."""
+    if re.match(r"^\?\?\?:0x[0-9a-f]+ \[\?\?\?\]$", function):
+        return "???:<JIT-generated code> [???]"
+    return re.sub(r"'\d+(?= \[|$)", "", function)
 
 
 def kept(data: list) -> list:

@@ -31,6 +31,12 @@ def case(instructions: int, functions=(), **exact) -> dict:
     }
 
 
+def diff(before: dict, now: dict, **options) -> list[str]:
+    """``function_diff`` of two counted cases stored as ``before`` and ``now``."""
+    sides = [Benchmark("t.py::case", "case", extra_info=side) for side in (before, now)]
+    return function_diff(*sides, **options)
+
+
 def counter_findings(before: dict, now: dict, tolerance=None) -> tuple[list[str], list[str]]:
     """(regressions, improvements) the instruction rules find; ``tolerance`` as a marker."""
     sides = [Benchmark("t.py::case", "case", extra_info=side) for side in (before, now)]
@@ -89,7 +95,7 @@ def test_a_bad_instruction_count_names_its_side(value):
 
 def test_function_diff_lists_the_largest_changes_first():
     now = [("sgemm", 7_000_000), ("_PyEval_EvalFrameDefault", 901_000), ("crc32_z", 80_000)]
-    lines = function_diff(case(1, FUNCTIONS), case(1, now), top=2)
+    lines = diff(case(1, FUNCTIONS), case(1, now), top=2)
     assert lines[1] == "+80,000 crc32_z (baseline not in top -> now 80,000)"
     assert lines[2] == "-50,000 malloc (baseline 50,000 -> now not in top)"
     assert len(lines) == 3 and lines[0].startswith("top 2 functions")
@@ -98,12 +104,12 @@ def test_function_diff_lists_the_largest_changes_first():
 def test_function_diff_matches_names_that_change_between_processes():
     before = [("???:0x0000000039710000 [???]", 400), ("ceval.c:_PyEval_EvalFrameDefault [lib]", 70)]
     now = [("???:0x000000003d6b7000 [???]", 400), ("ceval.c:_PyEval_EvalFrameDefault'2 [lib]", 90)]
-    lines = function_diff(case(1, before), case(1, now))
+    lines = diff(case(1, before), case(1, now))
     assert lines[1:] == ["+20 ceval.c:_PyEval_EvalFrameDefault [lib] (baseline 70 -> now 90)"]
 
 
 def test_function_diff_without_changes_says_so():
-    assert function_diff(case(1, FUNCTIONS), case(1, FUNCTIONS)) == [
+    assert diff(case(1, FUNCTIONS), case(1, FUNCTIONS)) == [
         "no change in the stored per-function counts"
     ]
 
@@ -115,7 +121,7 @@ def test_the_allocator_is_left_out_of_the_count_and_of_the_diff_but_shown():
               "allocator_instructions": 400}  # fmt: skip
     now = {**case(1, [("malloc.c:_int_free [libc.so.6]", 900), ("f", 12)]),
            "allocator_instructions": 1_000}  # fmt: skip
-    lines = function_diff(before, now)
+    lines = diff(before, now)
     assert lines[1:] == [
         "+2 f (baseline 10 -> now 12)",
         "not counted: the allocator (glibc malloc.c) 400 -> 1,000 per call",

@@ -173,7 +173,17 @@ def imports_of(path: Path) -> set[str]:
     "stage, forbidden",
     [
         ("measure", ("perfgate.verdict",)),
-        ("verdict", ("perfgate.store", "perfgate.report", "perfgate.cli", "pytest")),
+        (
+            "verdict",
+            (
+                "perfgate.store",
+                "perfgate.report",
+                "perfgate.cli",
+                "perfgate.measure",
+                "pytest",
+                "torch",
+            ),
+        ),
     ],
 )
 def test_the_stages_import_one_way(stage, forbidden):
@@ -191,6 +201,21 @@ def test_declaring_a_ratio_does_not_import_the_verdict():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_verdict_loads_neither_pytest_nor_torch():
+    """Every verdict module imported, in a fresh process: neither pytest nor torch is loaded
+    (the verdict reads stored data through perfgate.benchmark and perfgate.fields only)."""
+    code = (
+        "import importlib, pkgutil, sys, perfgate.verdict as v; "
+        "[importlib.import_module('perfgate.verdict.' + m.name) "
+        " for m in pkgutil.iter_modules(v.__path__)]; "
+        "print('pytest' in sys.modules, 'torch' in sys.modules, "
+        "any(m.startswith('perfgate.measure') for m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "False", "False"]
 
 
 class MarkedItem:

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from perfgate.cli.history_runs import load
+from perfgate.fields import Declared
 from perfgate.report.tables import render
 from perfgate.stats import compare_samples
 from perfgate.verdict.noise import case_threshold
@@ -90,7 +91,7 @@ def judge(
         before, after = good[fullname], now[fullname]
         case = case_threshold(before, [before], before.declarations, thresholds)
         comparison = compare_samples(before.samples, after.samples)
-        marker = before.declarations.get("threshold")
+        marker = before.declarations.get(Declared.THRESHOLD)
         judged = Case(fullname, before, after, case.value, thresholds, marker, comparison)
         if fullname in earlier:
             again = compare_samples(earlier[fullname].samples, after.samples)

@@ -55,7 +55,7 @@ def _check_threshold_names(thresholds: Thresholds, runs: list[Run]) -> None:
 
 
 def _run_line(side: str, run: Run) -> str:
-    tier = run.perfgate.get("tier")
+    tier = run.tier
     facts = [run.date, run.hardware_key] + ([f"tier {tier}"] if tier else [])
     line = f"{side}: {run.path} ({', '.join(facts)})"
     if run.untrusted_reasons:

@@ -135,8 +135,7 @@ def _gate_baseline(results: Path):
     from perfgate.cli.runs import Hardware
 
     current = store.load(results / "nightly.json")
-    key = (current.machine_info.get("perfgate") or {}).get("hardware_key")
-    hardware = Hardware(None, key)
+    hardware = Hardware(None, current.recorded_key)
     return hardware.newest(1)[0]
 
 

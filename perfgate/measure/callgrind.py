@@ -26,13 +26,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfgate.fields import ALLOCATOR, STORED_FUNCTIONS, stable_name
 from perfgate.measure.callgrind_process import (
     environment,
     no_address_randomization,
     python_in,
     scratch_parent,
 )
-from perfgate.measure.instructions import ALLOCATOR, STORED_FUNCTIONS, stable_name
 
 TOOLS = ("valgrind", "callgrind_annotate", "callgrind_control")
 LAYOUT_VARIABLE = "PERFGATE_CALLGRIND_LAYOUT"  # which heap layout a counting process takes

@@ -10,6 +10,8 @@ import os
 
 import pytest
 
+from perfgate.fields import Gpu
+
 
 def worker_number(worker: str) -> int:
     """K of pytest-xdist's worker id ``gwK``."""
@@ -53,13 +55,13 @@ def pin(worker: str, cuda=None, nvml=None) -> dict:
     cuda.set_device(number)
     physical = physical_index(number, os.environ.get("CUDA_VISIBLE_DEVICES"))
     nvml.select(physical)
-    facts = {"worker": worker, "index": number, "physical_index": physical,
+    facts = {"worker": worker, Gpu.INDEX: number, Gpu.PHYSICAL_INDEX: physical,
              "name": cuda.get_device_name(number)}  # fmt: skip
     device = nvml.device()
     try:
-        facts["uuid"] = device.uuid() if device is not None else None
+        facts[Gpu.UUID] = device.uuid() if device is not None else None
     except device.nvml.NVMLError:
-        facts["uuid"] = None
+        facts[Gpu.UUID] = None
     return facts
 
 

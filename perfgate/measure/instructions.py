@@ -7,23 +7,22 @@ readable), and the exact figures in ``extra_info``: ``measure: "instructions"``,
 ``instructions`` (median per call), ``instructions_spread`` (max / min - 1 over repeats),
 ``counters`` (exact counts per call), ``top_functions`` ([name, self instructions per call]) and
 ``instructions_by_layout`` (each counting process's median; ``layout`` is the one kept).
-The counted instructions leave out the C allocator (``uncounted`` says so; ``ALLOCATOR``).
+The counted instructions leave out the C allocator (``uncounted`` says so; ``fields.ALLOCATOR``).
 """
 
 from __future__ import annotations
 
 import platform
-import re
 import statistics
 
+from perfgate.fields import Field
+
 SECONDS_PER_INSTRUCTION = 1e-9  # the nominal unit of the samples pytest-benchmark stores
-STORED_FUNCTIONS = 100  # each side stores at least this many functions when it has them
 # glibc's allocator (functions of its malloc.c): how many instructions a malloc or free takes
 # depends on the heap's history, so the same case read up to 0.8 % apart after different
 # earlier cases (a -k subset vs the whole session) and 0.5 % between sessions. The counted
 # instructions leave it out; an added allocation still shows in its callers and in the ATen
-# operator count (docs/gate-validation/instructions-session5/).
-ALLOCATOR = "malloc.c:"
+# operator count (docs/gate-validation/instructions-session5/). fields.ALLOCATOR names it.
 UNCOUNTED = "glibc malloc.c (the allocator's own instructions depend on the heap's history)"
 
 
@@ -77,13 +76,5 @@ def record_instructions(benchmark, result: dict) -> None:
 
 
 def is_instructions(extra_info: dict) -> bool:
-    return extra_info.get("measure") == "instructions"
-
-
-def stable_name(function: str) -> str:
-    """A function's name as it reads in every process: JIT-generated code (oneDNN, MKL) has no
-    symbol, only an address that changes from run to run, and callgrind's recursion suffix
-    (``_PyEval_EvalFrameDefault'2``) changes with the call depth a wrapper adds."""
-    if re.match(r"^\?\?\?:0x[0-9a-f]+ \[\?\?\?\]$", function):
-        return "???:<JIT-generated code> [???]"
-    return re.sub(r"'\d+(?= \[|$)", "", function)
+    """A counted case's ``extra_info`` (``Benchmark.counted`` reads the same)."""
+    return extra_info.get(Field.MEASURE) == Field.INSTRUCTIONS

@@ -68,22 +68,22 @@ def _crossover(eager: dict[int, float], compiled: dict[int, float]) -> str:
 
 def _answer(where: str, batch, eager: dict, compiled: dict, facts: dict) -> str:
     parts = [f"**{where}, batch {batch}.**"]
-    first = facts.get("first_call_s")
+    first = facts.get(Fact.FIRST_CALL_S)
     if 5 in compiled and 5 in eager:
         parts.append(
             f"Averaged over the lab's n = 5 calls, compiled costs {fmt_time(compiled[5])} per "
             f"call against eager's {fmt_time(eager[5])} ({fmt_ratio(compiled[5] / eager[5])} "
             f"slower): the first call takes {fmt_time(first)}, of which "
-            f"{fmt_time(facts.get('compile_s'))} is compilation (Dynamo capture, Inductor code "
+            f"{fmt_time(facts.get(Fact.COMPILE_S))} is compilation (Dynamo capture, Inductor code "
             "generation, kernel builds), and five calls cannot amortize it."
         )
-    steady, eager_steady = facts.get("compiled_steady_s"), facts.get("eager_steady_s")
+    steady, eager_steady = facts.get(Fact.COMPILED_STEADY_S), facts.get(Fact.EAGER_STEADY_S)
     if steady and eager_steady:
         parts.append(
             f"Once compiled, a call takes {fmt_time(steady)} vs {fmt_time(eager_steady)} eager "
             f"({fmt_ratio(eager_steady / steady)} speedup)"
         )
-        even = facts.get("break_even_calls")
+        even = facts.get(Fact.BREAK_EVEN_CALLS)
         parts[-1] += (
             f", so compilation pays for itself after about {even:,.0f} calls "
             f"(compile time / time saved per call); {_crossover(eager, compiled)}."
@@ -126,10 +126,10 @@ def cold_start(cases: list[Case], figures: Figures) -> list[str]:
                 title=f"ResNet-18 {where}, batch {batch}",
                 eager=eager,
                 compiled=compiled,
-                compile_s=facts.get("compile_s"),
-                compiled_steady_s=facts.get("compiled_steady_s"),
-                eager_steady_s=facts.get("eager_steady_s"),
-                break_even=facts.get("break_even_calls"),
+                compile_s=facts.get(Fact.COMPILE_S),
+                compiled_steady_s=facts.get(Fact.COMPILED_STEADY_S),
+                eager_steady_s=facts.get(Fact.EAGER_STEADY_S),
+                break_even=facts.get(Fact.BREAK_EVEN_CALLS),
             )
         )
     lines += figures.draw(
@@ -178,11 +178,11 @@ def headline(cases: list[Case]) -> list[str]:
         if speedups:
             span = f"{fmt_ratio(min(speedups))} to {fmt_ratio(max(speedups))}"
             text += f" steady-state speedup of compiled ResNet-18 over eager {span} (by batch);"
-        text += f" a cold start spends {fmt_time(facts.get('compile_s'))} compiling"
+        text += f" a cold start spends {fmt_time(facts.get(Fact.COMPILE_S))} compiling"
         if 5 in eager and 5 in compiled:
             slower = fmt_ratio(compiled[5] / eager[5])
             text += f", so over the lab's n = 5 calls compiled is {slower} slower"
-        if even := facts.get("break_even_calls"):
+        if even := facts.get(Fact.BREAK_EVEN_CALLS):
             text += f"; it breaks even after about {even:,.0f} calls (batch {batch})"
         lines.append(text + ".")
     return lines

@@ -55,11 +55,11 @@ def ratio_series(runs: Sequence, fullname: str) -> dict[str, list[float | None]]
     """{extra_info key: value per run} for every numeric ratio entry of the benchmark."""
     keys: dict[str, None] = {}
     for run in runs:
-        for key, value in run.benchmarks[fullname].extra_info.items():
-            number = isinstance(value, (int, float)) and not isinstance(value, bool)
-            if number and is_ratio_key(key):
+        benchmark = run.benchmarks[fullname]
+        for key in benchmark.extra_info:
+            if benchmark.number(key) is not None and is_ratio_key(key):
                 keys.setdefault(key)
-    return {key: [run.benchmarks[fullname].extra_info.get(key) for run in runs] for key in keys}
+    return {key: [run.benchmarks[fullname].fact(key) for run in runs] for key in keys}
 
 
 def quartiles(benchmark) -> tuple[float, float]:

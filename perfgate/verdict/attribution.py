@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from perfgate.fields import PROFILE_ROWS
-from perfgate.measure.instructions import ALLOCATOR, STORED_FUNCTIONS, stable_name
+from perfgate.fields import ALLOCATOR, PROFILE_ROWS, STORED_FUNCTIONS, Profile, StoredFields
 
 ROWS = 10  # parts shown: kernels, allocation sites, functions
 
 PARTS = {  # what a profile lists: key, heading, how one value is written
-    "time": ("time_us", "kernels by change in {clock} time per call", "{:,.1f} us"),
-    "memory": ("allocated_bytes", "allocations by change in bytes per call", "{:,.0f} B"),
+    "time": (Profile.TIME_US, "kernels by change in {clock} time per call", "{:,.1f} us"),
+    "memory": (Profile.ALLOCATED_BYTES, "allocations by change in bytes per call", "{:,.0f} B"),
 }
 
 
@@ -75,30 +74,23 @@ def profile_diff(baseline: dict | None, current: dict | None, part: str) -> list
         ]
     if not current:
         return ["no profile of the current run (the gate profiles what it confirmed)"]
-    if baseline.get("clock") != current.get("clock"):
-        clocks = f"baseline {baseline.get('clock')}, now {current.get('clock')}"
+    if baseline.get(Profile.CLOCK) != current.get(Profile.CLOCK):
+        clocks = f"baseline {baseline.get(Profile.CLOCK)}, now {current.get(Profile.CLOCK)}"
         return [f"profiles of other clocks, not compared: {clocks}"]
     key, heading, form = PARTS[part]
     before, now = dict(baseline.get(key) or []), dict(current.get(key) or [])
     cut = (len(before) >= PROFILE_ROWS, len(now) >= PROFILE_ROWS)
     lines = top_changes(before, now, ROWS, form.format, cut)
-    heading = heading.format(clock=current["clock"])
+    heading = heading.format(clock=current[Profile.CLOCK])
     if not lines:
         return [f"{heading}: no change in the stored profiles"]
     return [f"top {len(lines)} {heading}:", *lines]
 
 
-def _stable_counts(extra_info: dict) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for name, count in extra_info.get("top_functions") or []:
-        counts[stable_name(name)] = counts.get(stable_name(name), 0) + count
-    return counts
-
-
-def function_diff(baseline_extra: dict, current_extra: dict, top: int = ROWS) -> list[str]:
-    """The ``top`` functions whose self instructions per call changed most, baseline vs now,
-    outside the allocator (not counted; one line gives its totals)."""
-    stored = [_stable_counts(side) for side in (baseline_extra, current_extra)]
+def function_diff(baseline: StoredFields, current: StoredFields, top: int = ROWS) -> list[str]:
+    """The ``top`` functions whose self instructions per call changed most, baseline vs now
+    (two counted ``Benchmark``), outside the allocator (not counted; one line gives its totals)."""
+    stored = [side.top_functions for side in (baseline, current)]
     # a list of STORED_FUNCTIONS or more was cut: smaller functions are not stored on that side
     cut = (len(stored[0]) >= STORED_FUNCTIONS, len(stored[1]) >= STORED_FUNCTIONS)
     before, now = (
@@ -109,7 +101,7 @@ def function_diff(baseline_extra: dict, current_extra: dict, top: int = ROWS) ->
         lines.insert(0, f"top {len(lines)} functions by change in self instructions per call:")
     else:
         lines = ["no change in the stored per-function counts"]
-    old, new = (side.get("allocator_instructions") for side in (baseline_extra, current_extra))
+    old, new = (side.allocator_instructions for side in (baseline, current))
     if old is not None and new is not None:
         lines.append(f"not counted: the allocator (glibc malloc.c) {old:,} -> {new:,} per call")
     return lines

@@ -10,7 +10,7 @@ leave them ungated for good. The mark explains a change; the nightly's interleav
 from __future__ import annotations
 
 from perfgate.benchmark import Benchmark
-from perfgate.fields import REDUCED_CLOCK_FRACTION
+from perfgate.fields import REDUCED_CLOCK_FRACTION, Gpu
 
 REDUCED_CLOCK_SHARE = 0.2
 
@@ -21,7 +21,7 @@ def clocks_note(before: Benchmark, now: Benchmark) -> str | None:
     else None."""
     parts = []
     for side, benchmark in (("baseline", before), ("current run", now)):
-        reduced = benchmark.extra_info.get("reduced_clock_rounds") or 0
+        reduced = benchmark.reduced_clock_rounds
         if benchmark.samples and reduced > REDUCED_CLOCK_SHARE * len(benchmark.samples):
             parts.append(
                 f"the {side} ran {reduced} of {len(benchmark.samples)} rounds below "
@@ -33,13 +33,13 @@ def clocks_note(before: Benchmark, now: Benchmark) -> str | None:
 
 def gpu_note(before: Benchmark, now: Benchmark) -> str | None:
     """'compared across two GPUs: ...' when both runs record the GPU that timed the case (a
-    pytest-xdist worker's, ``extra_info["gpu"]``) and they are two physical GPUs, else None."""
-    gpus = [benchmark.extra_info.get("gpu") for benchmark in (before, now)]
+    pytest-xdist worker's, ``Benchmark.gpu``) and they are two physical GPUs, else None."""
+    gpus = [benchmark.gpu for benchmark in (before, now)]
     if not all(isinstance(gpu, dict) for gpu in gpus):
         return None
-    ids = [gpu.get("uuid") or gpu.get("physical_index", gpu.get("index")) for gpu in gpus]
+    ids = [gpu.get(Gpu.UUID) or gpu.get(Gpu.PHYSICAL_INDEX, gpu.get(Gpu.INDEX)) for gpu in gpus]
     if ids[0] == ids[1]:
         return None
-    shown = [f"GPU {gpu.get('physical_index', gpu.get('index'))} ({gpu.get('uuid') or 'no UUID'})"
-             for gpu in gpus]  # fmt: skip
+    shown = [f"GPU {gpu.get(Gpu.PHYSICAL_INDEX, gpu.get(Gpu.INDEX))} "
+             f"({gpu.get(Gpu.UUID) or 'no UUID'})" for gpu in gpus]  # fmt: skip
     return f"compared across two GPUs of one model: baseline on {shown[0]}, now on {shown[1]}"

@@ -15,8 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from perfgate.benchmark import Benchmark, Run
-from perfgate.fields import HOST_BOUND_FRACTION
-from perfgate.measure.instructions import is_instructions
+from perfgate.fields import HOST_BOUND_FRACTION, Declared
 from perfgate.stats import MIN_ROUNDS, Comparison, compare_samples
 from perfgate.verdict.attribution import function_diff, profile_diff
 from perfgate.verdict.clocks import clocks_note, gpu_note
@@ -140,14 +139,14 @@ def _verdict_of(
     name: str, before: Benchmark | None, now: Benchmark | None, again, context: _Context
 ) -> GateResult:
     declared = context.declared.get(name, {})
-    family, marker = declared.get("family"), declared.get("threshold")
+    family, marker = declared.get(Declared.FAMILY), declared.get(Declared.THRESHOLD)
     if before is None:
         return GateResult(name, Verdict.NEW, "new benchmark: not in the baseline", family=family)
     if now is None:
         return GateResult(
             name, Verdict.NOT_RUN, "in the baseline, not run this time", family=family
         )
-    if is_instructions(before.extra_info) and is_instructions(now.extra_info):
+    if before.counted and now.counted:
         return _judge_counts(Case(name, before, now, marker=marker), family)
     case = case_threshold(before, context.members.get(name, []), declared, context.thresholds)
     row = dict(name=name, family=family, threshold=case.value, threshold_source=case.source)
@@ -172,7 +171,7 @@ def _verdict_of(
     details = ()
     if decision.parts:  # attribution: what changed inside the case, from the stored profiles
         baseline_profile = _stored_profile(context.members.get(name, []), before)
-        current_profile = now.extra_info.get("profile")
+        current_profile = now.profile
         details = tuple(
             line
             for part in decision.parts
@@ -202,8 +201,8 @@ def _ratio_changes(name: str, rerun: bool, context: _Context) -> tuple[RatioChan
 def _stored_profile(members: list[Benchmark], before: Benchmark) -> dict | None:
     """The baseline's stored profile: the compared run's, else the newest member's that has one."""
     for benchmark in (before, *reversed(members)):
-        if benchmark.extra_info.get("profile"):
-            return benchmark.extra_info["profile"]
+        if benchmark.profile:
+            return benchmark.profile
     return None
 
 
@@ -213,21 +212,21 @@ def _judge_counts(case: Case, family: str | None) -> GateResult:
     source = f"instructions default {DEFAULT_INSTRUCTIONS_TOLERANCE:.0%}"
     source = source if case.marker is None else "marker"
     row = dict(name=case.name, family=family, threshold=tolerance, threshold_source=source)
-    if reason := counted_alike(case.before.extra_info, case.now.extra_info):
+    if reason := counted_alike(case.before, case.now):
         return GateResult(verdict=Verdict.NOT_GATED, message=reason, **row)
     decision = decide(case, "instructions")
     details = ()
     if decision.verdict is Verdict.REGRESSION:
-        details = tuple(function_diff(case.before.extra_info, case.now.extra_info))
+        details = tuple(function_diff(case.before, case.now))
     return GateResult(verdict=decision.verdict, message=decision.message, details=details, **row)
 
 
 def _not_gated(before: Benchmark, now: Benchmark, untrusted: str | None) -> str | None:
     if untrusted:
         return f"not gated: {untrusted}"
-    if before.extra_info.get("host_bound") or now.extra_info.get("host_bound"):
+    if before.host_bound or now.host_bound:
         return f"not gated: {HOST_BOUND}"
-    paths = before.extra_info.get("code_path"), now.extra_info.get("code_path")
+    paths = before.code_path, now.code_path
     if None not in paths and paths[0] != paths[1]:
         return (
             f"not gated: a run-time choice (autotuning, dispatch) ran other code: baseline "
@@ -242,9 +241,9 @@ def _not_gated(before: Benchmark, now: Benchmark, untrusted: str | None) -> str 
     return None
 
 
-def counted_alike(baseline_extra: dict, current_extra: dict) -> str | None:
+def counted_alike(baseline: Benchmark, current: Benchmark) -> str | None:
     """Why two cases' instruction counts cannot be compared (counted another way), or None."""
-    old, new = baseline_extra.get("uncounted"), current_extra.get("uncounted")
+    old, new = baseline.uncounted, current.uncounted
     if old == new:
         return None
     return (

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from perfgate.stats import compare_samples
 from perfgate.verdict.outcome import GateResult, Verdict, decide
-from perfgate.verdict.rules import LAUNCH_COUNTS, Case
+from perfgate.verdict.rules import Case
 
 GATED_ON = "exact launch counts"
 # the CPU instruction gate's case that counts the host work of the same code path
@@ -21,7 +21,7 @@ HOST_INSTRUCTIONS = {
 def judge_launches(case: Case, row: dict) -> GateResult | None:
     """The verdict on a host-bound case from its launch counts, or None when a side has none."""
     before, now = case.before, case.now
-    if not before.extra_info.get(LAUNCH_COUNTS) or not now.extra_info.get(LAUNCH_COUNTS):
+    if not before.launch_counts or not now.launch_counts:
         return None
     comparison = None
     time = "time not compared (no per-round data)"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfgate.benchmark import Benchmark
-from perfgate.fields import Clock
+from perfgate.fields import Clock, Declared
 from perfgate.verdict.thresholds import DEFAULT_TIME_THRESHOLD, Thresholds, threshold_for
 
 # Why 5: the gate compares two medians that each carry the noise sigma, so their log ratio has
@@ -89,11 +89,7 @@ def measured_noise(baseline: Benchmark, members: list[Benchmark]) -> Noise | Non
 def floor_of(benchmark: Benchmark) -> float:
     """The tightest threshold a case may get: DEVICE_FLOOR for device-timed kernels, else the
     default threshold."""
-    return (
-        DEVICE_FLOOR
-        if benchmark.extra_info.get("clock") == DEVICE_CLOCK
-        else DEFAULT_TIME_THRESHOLD
-    )
+    return DEVICE_FLOOR if benchmark.device_timed else DEFAULT_TIME_THRESHOLD
 
 
 def case_threshold(
@@ -102,7 +98,8 @@ def case_threshold(
     """The time threshold of one benchmark: a marker's, else one given on the command line (for
     its test, its family, or every case), else from its measured noise with a floor, else the
     default."""
-    marker, family, test = declared.get("threshold"), declared.get("family"), baseline.test
+    marker, family = declared.get(Declared.THRESHOLD), declared.get(Declared.FAMILY)
+    test = baseline.test
     if marker is not None:
         return CaseThreshold(threshold_for(test, family, marker, thresholds), "marker")
     for name in (test, family):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from perfgate.stats import Comparison
-from perfgate.verdict.rules import LAUNCH_COUNTS, Case, findings
+from perfgate.verdict.rules import Case, findings
 from perfgate.verdict.time_change import TimeRegression
 
 
@@ -85,10 +85,10 @@ def decide(case: Case, measured: str = "time") -> Decision:
 def unchanged_message(case: Case, measured: str) -> str:
     """What an unchanged case shows: its time comparison, its instructions, or its counts."""
     if measured == "instructions":
-        old, new = case.before.extra_info["instructions"], case.now.extra_info["instructions"]
+        old, new = case.before.instructions, case.now.instructions
         return f"instructions per call {new:,} vs baseline {old:,} ({new / old - 1:+.2%})"
     if measured == "launches":
-        old, new = (side.extra_info[LAUNCH_COUNTS] for side in (case.before, case.now))
+        old, new = case.before.launch_counts, case.now.launch_counts
         counts = ", ".join(f"{name} {new[name]}" for name in sorted(set(old) & set(new)))
         return f"per call {counts} (exact, unchanged)"
     first, threshold = case.first, case.threshold

@@ -11,6 +11,7 @@ import numpy as np
 from scipy import stats as _scipy_stats
 
 from perfgate.benchmark import Benchmark
+from perfgate.fields import Declared
 from perfgate.stats import (
     MIN_PAIRS,
     MIN_ROUNDS,
@@ -101,7 +102,7 @@ def judge_pairs(
     row = dict(comparison=comparison, threshold=case.value, threshold_source=case.source)
     if case.too_noisy:
         return GateResult(name, Verdict.NOT_GATED, f"not gated: {case.too_noisy}", **row)
-    (before, now), marker = pairs[-1], merged.declarations.get("threshold")
+    (before, now), marker = pairs[-1], merged.declarations.get(Declared.THRESHOLD)
     judged = Case(name, before, now, case.value, thresholds, marker, comparison, paired=True)
     decision = decide(judged)
     return GateResult(name, decision.verdict, decision.message, **row)

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 
 from perfgate.benchmark import Benchmark, Ratio, Run
+from perfgate.fields import Declared, Field
 
 __all__ = ["Ratio", "RatioValue"]  # Ratio is declared by the tests: it lives in the model
 
@@ -52,7 +53,7 @@ def same_run_ratios(run: Run, declared: dict[str, dict]) -> dict[str, list[Ratio
         for key, value in b.params.items():
             by_context[(_context(b, key), json.dumps([key, value], default=str))] = b
     for name, benchmark in run.benchmarks.items():
-        for spec in declared.get(name, {}).get("ratios", []):
+        for spec in declared.get(name, {}).get(Declared.RATIOS, []):
             value = _ratio_value(benchmark, spec, by_context)
             if value is not None:
                 ratios.setdefault(name, []).append(value)
@@ -62,7 +63,7 @@ def same_run_ratios(run: Run, declared: dict[str, dict]) -> dict[str, list[Ratio
 def _ratio_value(benchmark: Benchmark, spec: dict, by_context) -> RatioValue | None:
     higher = bool(spec.get("higher_is_better", True))
     if "field" in spec:
-        value = benchmark.extra_info.get(spec["field"])
+        value = benchmark.fact(spec["field"])
         if isinstance(value, int | float) and value > 0:
             return RatioValue(spec["name"], float(value), higher, "")
         return None
@@ -112,13 +113,13 @@ def _worse(a: RatioValue, b: RatioValue) -> bool:
     return a.value < b.value if a.higher_is_better else a.value > b.value
 
 
-PEAK_FIELDS = ("peak_bytes", "forward_peak_bytes")
+PEAK_FIELDS = (Field.PEAK_BYTES, Field.FORWARD_PEAK_BYTES)
 
 
 def peak_bytes(baseline: Benchmark, current: Benchmark) -> tuple[int, int] | None:
     """(baseline, current) peak memory in bytes, from the first field both sides stored."""
     for name in PEAK_FIELDS:
-        before, now = baseline.extra_info.get(name), current.extra_info.get(name)
+        before, now = baseline.fact(name), current.fact(name)  # as stored: rules check them
         if isinstance(before, int) and isinstance(now, int):
             return before, now
     return None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from numbers import Integral, Real
 
 from perfgate.benchmark import Benchmark
-from perfgate.measure.launch_counts import KEY as LAUNCH_COUNTS
+from perfgate.fields import Field
 from perfgate.stats import Comparison
 from perfgate.verdict.pairing import peak_bytes
 from perfgate.verdict.thresholds import (  # noqa: F401 (parse_thresholds: the gate's import)
@@ -170,7 +170,7 @@ def instructions_tolerance(case: Case) -> float:
 
 def instructions(benchmark: Benchmark, side: str) -> int:
     """A counted case's median instructions per call; ValueError when it is not positive."""
-    value = benchmark.extra_info.get("instructions")
+    value = benchmark.fact(Field.INSTRUCTIONS)
     if isinstance(value, bool) or not isinstance(value, Real) or value <= 0:
         raise ValueError(f"{side} instructions must be a positive number, got {value!r}")
     return value
@@ -211,13 +211,13 @@ def _exact(rule: str, old: dict | None, new: dict | None, part: str) -> list[Fin
 
 
 class ExactCounters:
-    """The exact counters a counted case stores (``extra_info["counters"]``: ATen operators,
+    """The exact counters a counted case stores (``Benchmark.counters``: ATen operators,
     allocations, ... per call)."""
 
     name = "exact counters"
 
     def check(self, case: Case) -> list[Finding]:
-        old, new = (side.extra_info.get("counters") for side in (case.before, case.now))
+        old, new = case.before.counters, case.now.counters
         return _exact(self.name, old, new, "instructions")
 
 
@@ -228,7 +228,7 @@ class LaunchCounts:
     name = "launch counts"
 
     def check(self, case: Case) -> list[Finding]:
-        old, new = (side.extra_info.get(LAUNCH_COUNTS) for side in (case.before, case.now))
+        old, new = case.before.launch_counts, case.now.launch_counts
         return _exact(self.name, old, new, "")
 
 
