@@ -17,7 +17,16 @@ MAX_LINES = 300
 # stage -> the stages (and outside modules) it must never import
 NEVER = {
     "measure": ("perfgate.verdict", "perfgate.report", "perfgate.cli", "perfgate.store"),
-    "verdict": ("perfgate.store", "perfgate.report", "perfgate.cli", "perfgate.plugin", "pytest"),
+    "verdict": (
+        "perfgate.measure",
+        "perfgate.store",
+        "perfgate.report",
+        "perfgate.cli",
+        "perfgate.plugin",
+        "perfgate.session",
+        "pytest",
+        "torch",
+    ),  # fmt: skip
     "store": ("perfgate.verdict", "perfgate.report", "perfgate.cli", "perfgate.plugin"),
     "report": ("perfgate.cli", "perfgate.plugin", "pytest"),
 }
@@ -122,6 +131,7 @@ def _package(tmp_path: Path, files: dict[str, str]) -> Path:
         ({"verdict/judge.py": "import perfgate.report.tables\n"}, "perfgate.report.tables"),
         ({"verdict/judge.py": "from perfgate.cli import main\n"}, "perfgate.cli"),
         ({"verdict/judge.py": "import pytest\n"}, "imports pytest"),
+        ({"verdict/rules.py": "from perfgate.measure.launch_counts import KEY\n"}, "measure"),
         ({"verdict/judge.py": "from . import x\nfrom ..store import load\n"}, "perfgate.store"),
     ],
 )
