@@ -13,9 +13,10 @@ from __future__ import annotations
 import pytest
 
 from perfgate.benchmark import Ratio
+from perfgate.fields import Declared
 from perfgate.verdict.thresholds import parse_fraction
 
-KEYWORDS = {"family", "threshold", "ratios"}
+KEYWORDS = {Declared.FAMILY, Declared.THRESHOLD, Declared.RATIOS}  # the marker's, stored alike
 
 
 def declarations(item: pytest.Item) -> dict:
@@ -29,16 +30,16 @@ def declarations(item: pytest.Item) -> dict:
                 f"{item.nodeid}: @pytest.mark.perfgate takes only keyword arguments "
                 f"{sorted(KEYWORDS)}; got {sorted(unknown) or list(mark.args)}"
             )
-        if mark.kwargs.get("family") is not None:
-            merged["family"] = mark.kwargs["family"]
-        if mark.kwargs.get("threshold") is not None:
-            merged["threshold"] = _threshold(item, mark.kwargs["threshold"])
-        for ratio in mark.kwargs.get("ratios", ()):
+        if mark.kwargs.get(Declared.FAMILY) is not None:
+            merged[Declared.FAMILY] = mark.kwargs[Declared.FAMILY]
+        if mark.kwargs.get(Declared.THRESHOLD) is not None:
+            merged[Declared.THRESHOLD] = _threshold(item, mark.kwargs[Declared.THRESHOLD])
+        for ratio in mark.kwargs.get(Declared.RATIOS, ()):
             if not isinstance(ratio, Ratio):
                 raise pytest.UsageError(f"{item.nodeid}: perfgate ratios must be perfgate.Ratio")
             ratios.append(ratio.as_json())
     if ratios:
-        merged["ratios"] = ratios
+        merged[Declared.RATIOS] = ratios
     return merged
 
 
@@ -62,7 +63,9 @@ def ratio_group(item: pytest.Item) -> str:
     """The cases that must be timed in one session: a case and the partners of its same-run
     ratios (its test function's cases that differ only in a ratio's ``key`` parameter). A case
     without such ratios is a group of its own. Used to split the matrix over workers and shards."""
-    keys = {ratio["key"] for ratio in declarations(item).get("ratios", []) if ratio.get("key")}
+    keys = {
+        ratio["key"] for ratio in declarations(item).get(Declared.RATIOS, []) if ratio.get("key")
+    }
     params = getattr(getattr(item, "callspec", None), "params", None) or {}
     if not keys & set(params):
         return item.nodeid

@@ -47,6 +47,8 @@ class Field:
     TFLOPS, GBPS = "tflops", "gbps"  # throughput at the median time
     MEASURE = "measure"  # "instructions" for a counted case (not timed)
     INSTRUCTIONS = "instructions"  # CPU instructions per call (callgrind)
+    INSTRUCTIONS_SPREAD = "instructions_spread"  # max / min - 1 over the repeats
+    REPEATS, CALLS_PER_REPEAT = "repeats", "calls_per_repeat"  # how the counts were taken
     INSTRUCTIONS_BY_LAYOUT, LAYOUT = "instructions_by_layout", "layout"
     INJECTED_INSTRUCTIONS = "injected_instructions"  # gate validation: +N injected per call
     UNINJECTED_PER_CALL = "uninjected_per_call"  # the same case counted before injection

@@ -19,8 +19,8 @@ import pytest
 from perfgate import _pytest_benchmark, options
 from perfgate.benchmark import Run, run_from_json
 from perfgate.declarations import declarations, test_name, uses_benchmark
+from perfgate.fields import Field
 from perfgate.measure import launch_counts
-from perfgate.measure.instructions import is_instructions
 from perfgate.measure.mode import Mode
 from perfgate.options import Options
 from perfgate.reruns import run_again, say
@@ -158,13 +158,13 @@ class GateSession:
         ``conclude``: now with the kernel diff). Only measure.timing's cases profile; a counted
         case shows its function diff instead."""
         regressed = {r.name for r in self.results if r.verdict is Verdict.REGRESSION}
-        timed = {n for n in regressed if not is_instructions(current.benchmarks[n].extra_info)}
+        timed = {n for n in regressed if not current.benchmarks[n].counted}
         timed &= self.mode.profilable
         if not timed:
             return current
         self.profile(session, timed)
         profiles = {name: self.mode.profiles[name] for name in timed & set(self.mode.profiles)}
-        return with_info(current, "profile", profiles)
+        return with_info(current, Field.PROFILE, profiles)
 
     def conclude(self, current: Run, confirmation: Run | None) -> None:
         """The final verdict on ``current``: summary, reports, and what the exit status says."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from perfgate import options
+from perfgate.fields import Field, RunField
 
 GATE_NOT_RUN = 6  # exit status: the gate could not run (session.GATE_NOT_RUN)
 
@@ -98,7 +99,7 @@ class Asked:
 
     @pytest.hookimpl(optionalhook=True, tryfirst=True)  # a project's own hook adds to it after
     def pytest_benchmark_update_machine_info(self, config: pytest.Config, machine_info: dict):
-        machine_info["perfgate"] = self.state.machine_info(uses_cuda(config))
+        machine_info[RunField.PERFGATE] = self.state.machine_info(uses_cuda(config))
 
     @pytest.hookimpl(trylast=True)  # after -k / -m deselection
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]):
@@ -132,7 +133,7 @@ class Asked:
 
         fixture = getattr(item, "funcargs", {}).get("benchmark") if uses_benchmark(item) else None
         if fixture is not None and (declared := declarations(item)):
-            fixture.extra_info["perfgate"] = declared  # saved with the run: compare applies it
+            fixture.extra_info[Field.DECLARATIONS] = declared  # saved: compare applies it
         return (yield)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:

@@ -26,6 +26,7 @@ import pytest
 from perfgate import _pytest_benchmark
 from perfgate.benchmark import Run, run_from_json
 from perfgate.declarations import ratio_group
+from perfgate.fields import Field
 from perfgate.gate import GateSession, with_info
 from perfgate.measure import gpu
 from perfgate.reruns import say
@@ -136,8 +137,7 @@ class WorkerGate(GateSession):
 
     def conclude(self, current: Run, confirmation: Run | None) -> None:
         """Send the re-runs and the profiles of what was confirmed to the controller."""
-        profiles = {name: b.extra_info["profile"] for name, b in current.benchmarks.items()
-                    if "profile" in b.extra_info}  # fmt: skip
+        profiles = {name: b.profile for name, b in current.benchmarks.items() if b.profile}
         sent = {"confirmation": self.confirmation_json, "profiles": profiles}
         self.config.workeroutput[GATE] = json.dumps(sent)
 
@@ -228,7 +228,7 @@ class Controller:
                 return current
 
             def profile_confirmed(self, session: pytest.Session, current: Run, confirmation):
-                return with_info(current, "profile", controller.profiles())
+                return with_info(current, Field.PROFILE, controller.profiles())
 
         return MergedGate
 

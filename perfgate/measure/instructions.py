@@ -56,25 +56,17 @@ def record_instructions(benchmark, result: dict) -> None:
 
     set_timer(benchmark, instructions_per_call)
     benchmark.pedantic(lambda: None, rounds=len(per_call), iterations=1, warmup_rounds=0)
-    benchmark.extra_info.update(
-        measure="instructions",
-        instructions=round(statistics.median(per_call)),
-        instructions_spread=max(per_call) / min(per_call) - 1,
-        repeats=len(per_call),
-        calls_per_repeat=result["calls"],
-        counters=result["counters"],
-        top_functions=result["top_functions"],
-        uncounted=UNCOUNTED,
-        allocator_instructions=round(result["allocator_per_call"]),
-    )
+    info = benchmark.extra_info
+    info[Field.MEASURE] = Field.INSTRUCTIONS
+    info[Field.INSTRUCTIONS] = round(statistics.median(per_call))
+    info[Field.INSTRUCTIONS_SPREAD] = max(per_call) / min(per_call) - 1
+    info[Field.REPEATS], info[Field.CALLS_PER_REPEAT] = len(per_call), result["calls"]
+    info[Field.COUNTERS], info[Field.TOP_FUNCTIONS] = result["counters"], result["top_functions"]
+    info[Field.UNCOUNTED] = UNCOUNTED
+    info[Field.ALLOCATOR_INSTRUCTIONS] = round(result["allocator_per_call"])
     if "per_layout" in result:  # several counting processes: each one's count, and the one kept
-        benchmark.extra_info["instructions_by_layout"] = [round(n) for n in result["per_layout"]]
-        benchmark.extra_info["layout"] = result["layout"]
+        info[Field.INSTRUCTIONS_BY_LAYOUT] = [round(n) for n in result["per_layout"]]
+        info[Field.LAYOUT] = result["layout"]
     if result.get("injected_instructions"):  # gate validation: the same case before injection
-        benchmark.extra_info["injected_instructions"] = result["injected_instructions"]
-        benchmark.extra_info["uninjected_per_call"] = result["uninjected_per_call"]
-
-
-def is_instructions(extra_info: dict) -> bool:
-    """A counted case's ``extra_info`` (``Benchmark.counted`` reads the same)."""
-    return extra_info.get(Field.MEASURE) == Field.INSTRUCTIONS
+        info[Field.INJECTED_INSTRUCTIONS] = result["injected_instructions"]
+        info[Field.UNINJECTED_PER_CALL] = result["uninjected_per_call"]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from perfgate import _pytest_benchmark
-from perfgate.fields import PROFILE_ROWS, Clock, Field
+from perfgate.fields import PROFILE_ROWS, Clock, Field, Profile
 from perfgate.measure.mode import Mode
 from perfgate.reruns import run_again, say
 
@@ -131,10 +131,10 @@ def compact(events, device: torch.device, calls: int) -> dict:
         if nbytes > 0:
             _add(allocated, allocation_site(event), nbytes)
     return {
-        "clock": "device" if on_cuda else "cpu",
+        Profile.CLOCK: "device" if on_cuda else "cpu",
         "calls": calls,
-        "time_us": _largest(times, calls, 3),
-        "allocated_bytes": _largest(allocated, calls, 0),
+        Profile.TIME_US: _largest(times, calls, 3),
+        Profile.ALLOCATED_BYTES: _largest(allocated, calls, 0),
     }
 
 

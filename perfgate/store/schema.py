@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from perfgate.benchmark import Benchmark, Field, Run, RunFormatError
-from perfgate.fields import RunField
+from perfgate.fields import Declared, RunField
 
 # pytest-benchmark's comparison table reads these stats of a compared run (its default columns)
 TABLE_STATS = ("min", "max", "mean", "stddev", "median", "iqr", "ops", "rounds", "iterations")
@@ -63,11 +63,13 @@ def _check_benchmark(benchmark: Benchmark, where: str) -> None:
     declared = benchmark.extra_info.get(Field.DECLARATIONS)
     _object(declared, f"{where}.perfgate")
     declared = declared or {}
-    if declared.get("family") is not None and not isinstance(declared["family"], str):
+    family = declared.get(Declared.FAMILY)
+    if family is not None and not isinstance(family, str):
         raise RunFormatError(f"{where}.perfgate.family must be a string")
-    if declared.get("threshold") is not None and not _number(declared["threshold"], above=0):
+    threshold = declared.get(Declared.THRESHOLD)
+    if threshold is not None and not _number(threshold, above=0):
         raise RunFormatError(f"{where}.perfgate.threshold must be a positive number")
-    ratios = declared.get("ratios") or []
+    ratios = declared.get(Declared.RATIOS) or []
     if not isinstance(ratios, list) or not all(_ratio(r) for r in ratios):
         raise RunFormatError(f"{where}.perfgate.ratios must be a list of perfgate.Ratio objects")
     reduced = benchmark.extra_info.get(Field.REDUCED_CLOCK_ROUNDS)
