@@ -1,13 +1,17 @@
-"""Unit-test fixtures: Triton's interpreter on CPU-only machines, seeding, the devices, and the
-one rule for GPU tests: mark them ``gpu`` and they are skipped where there is no CUDA device."""
+"""Unit-test fixtures: Triton's interpreter on CPU-only machines, seeding, the devices, the one
+rule for GPU tests (mark them ``gpu`` and they are skipped where there is no CUDA device), and the
+fixtures several test modules share (a project on the virtual clock, a read-only disk)."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+from pathlib import Path
 
 import pytest
 import torch
+from helpers import BENCHMARK, mount, virtual_clock_project
 
 # Triton reads TRITON_INTERPRET when @triton.jit decorates a kernel, that is when kernels.* is
 # imported, so it has to be set here, at conftest import time, before any test module loads.
@@ -17,8 +21,9 @@ if not torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ:
 CUDA_AVAILABLE = torch.cuda.is_available()
 
 # A runner that starts the tests in the background (nohup, `cmd &`) leaves SIGINT ignored, and
-# children inherit that: the Ctrl-C tests (tests/test_faults*.py) then send an interrupt nobody
-# receives. Handled here, children of this process start with SIGINT at its default again.
+# children inherit that: the Ctrl-C tests (test_store_saving.py, test_cli_guard.py) then send an
+# interrupt nobody receives. Handled here: children of this process start with SIGINT at its
+# default again.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
@@ -44,3 +49,19 @@ def _seed_torch() -> None:
 def device(request: pytest.FixtureRequest) -> torch.device:
     """Each device the kernels can run on here: cpu always, cuda when available (else skipped)."""
     return torch.device(request.param)
+
+
+@pytest.fixture
+def bench_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    return virtual_clock_project(pytester, monkeypatch, test_bench=BENCHMARK)
+
+
+@pytest.fixture
+def read_only_disk(tmp_path: Path):
+    """A read-only bind mount of a folder: a real EROFS, even for root."""
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    if not mount("--bind", "-o", "ro", str(folder), str(folder)):
+        pytest.skip("cannot bind-mount here (not root); the patched-disk test covers it")
+    yield folder
+    subprocess.run(["umount", str(folder)], check=True)

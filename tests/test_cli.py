@@ -13,7 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from cli_helpers import error_line, perfgate
+from helpers import error_line, perfgate
 
 from perfgate.cli import main, profile
 

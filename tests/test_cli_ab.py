@@ -3,14 +3,13 @@ file read by a virtual clock, so durations are exact on any machine; the paired 
 
 from __future__ import annotations
 
-import io
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import AB_CLOCK, commit, git, perfgate, worktrees
 
-from perfgate.cli import ab, main
+from perfgate.cli import ab
 from perfgate.verdict.paired import compare_paired_blocks
 
 # pytest-benchmark reads this clock (--benchmark-timer); a call advances it by the cost in
@@ -35,12 +34,6 @@ from virtual_clock import work
 def test_work(benchmark):
     benchmark.pedantic(work, rounds=10, iterations=1, warmup_rounds=0)
 """
-CLOCK = "--benchmark-timer=virtual_clock.clock"
-
-
-def git(repo: Path, *arguments: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *arguments], check=True, capture_output=True,
-                          text=True).stdout  # fmt: skip
 
 
 @pytest.fixture
@@ -69,21 +62,6 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def commit(root: Path, message: str) -> None:
-    git(root, "add", "-A")
-    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", message)
-
-
-def perfgate(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    status = main(list(argv), out=out, err=err)
-    return status, out.getvalue(), err.getvalue()
-
-
-def worktrees(root: Path) -> int:
-    return git(root, "worktree", "list", "--porcelain").count("worktree ")
-
-
 def results(path: Path) -> dict[str, dict]:
     return {row["name"]: row for row in json.loads(path.read_text())["results"]}
 
@@ -92,7 +70,9 @@ def test_a_commit_that_doubles_the_cost_is_a_regression(repo, tmp_path):
     (repo / "cost.txt").write_text("0.002")
     commit(repo, "twice the cost")
     out_file = tmp_path / "ab.json"
-    status, out, _ = perfgate("ab", "HEAD~1", "--blocks", "3", "--out", str(out_file), "--", CLOCK)
+    status, out, _ = perfgate(
+        "ab", "HEAD~1", "--blocks", "3", "--out", str(out_file), "--", AB_CLOCK
+    )
     assert status == 1, out
     (row,) = results(out_file).values()
     assert row["verdict"] == "regression" and 1.9 < row["ratio"] < 2.1 and row["pairs"] == 3
@@ -106,7 +86,7 @@ def test_another_projects_test_paths_with_tests(repo, tmp_path):
     commit(repo, "twice the cost, benchmarks in bench/")
     out_file = tmp_path / "ab.json"
     status, out, err = perfgate("ab", "HEAD", "--tests", "bench", "--blocks", "3",
-                                "--out", str(out_file), "--", CLOCK)  # fmt: skip
+                                "--out", str(out_file), "--", AB_CLOCK)  # fmt: skip
     assert status == 0, out + err  # the same commit against itself: not slower
     (row,) = results(out_file).values()
     assert row["name"].startswith("bench/test_work.py::")
@@ -117,7 +97,9 @@ def test_two_blocks_five_times_slower_is_a_regression_without_a_test(repo, tmp_p
     (repo / "cost.txt").write_text("0.005")
     commit(repo, "five times the cost")
     out_file = tmp_path / "ab.json"
-    status, out, _ = perfgate("ab", "HEAD~1", "--blocks", "2", "--out", str(out_file), "--", CLOCK)
+    status, out, _ = perfgate(
+        "ab", "HEAD~1", "--blocks", "2", "--out", str(out_file), "--", AB_CLOCK
+    )
     assert status == 1, out
     (row,) = results(out_file).values()
     assert row["verdict"] == "regression" and 4.5 < row["ratio"] < 5.5 and row["pairs"] == 2
@@ -147,7 +129,7 @@ def test_an_unchanged_commit_is_not_slower(repo, tmp_path):
         "--out",
         str(out_file),
         "--",
-        CLOCK,
+        AB_CLOCK,
     )
     assert status == 0, out
     (row,) = results(out_file).values()
@@ -159,7 +141,7 @@ def test_a_failing_block_is_one_line_and_the_worktree_is_removed(repo, tmp_path)
     (repo / "cost.txt").write_text("not a number")
     commit(repo, "broken")
     status, _, err = perfgate("ab", "HEAD~1", "--blocks", "2", "--out", str(tmp_path / "x.json"),
-                              "--", CLOCK)  # fmt: skip
+                              "--", AB_CLOCK)  # fmt: skip
     assert status == 2
     last = err.strip().splitlines()[-1]  # after the progress lines
     assert last.startswith("perfgate ab: error: block 1 of tree B") and "pytest exited 1" in last

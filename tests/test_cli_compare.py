@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from cli_helpers import error_line, perfgate
+from helpers import error_line, perfgate
 
 DATA = Path(__file__).resolve().parent / "data"
 BASELINES = DATA / "baselines"

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 import test_cli_ab
-from cli_helpers import error_line, perfgate
-from synthetic_runs import rounds_at
-from test_cli_ab import CLOCK, commit, git, worktrees
+from helpers import AB_CLOCK as CLOCK
+from helpers import commit, error_line, git, perfgate, rounds_at, worktrees
 
 from perfgate.cli.nightly import ab_reason, failing_tests, undecided
 from perfgate.stats import compare_samples

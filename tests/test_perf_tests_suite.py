@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_plugin import PLUGINS, assert_cannot_gate, saved_runs, virtual_clock_project
+from helpers import PLUGINS, assert_cannot_gate, saved_runs, virtual_clock_project
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE_BENCHMARK = """

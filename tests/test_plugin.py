@@ -7,82 +7,9 @@ import importlib.util
 import json
 import os
 import sys
-from pathlib import Path
 
 import pytest
-
-from perfgate.session.baseline import GATE_NOT_RUN
-
-# Benchmarks whose durations the test controls exactly: pytest-benchmark reads a virtual clock
-# (--benchmark-timer) that the work advances by PERFGATE_WORK_SECONDS, +-5 % seeded noise, so the
-# gate sees the same samples on any machine, loaded or not.
-VIRTUAL_CLOCK = """
-import os, random
-
-now = 0.0
-noise = random.Random(0)
-
-def clock():
-    return now
-
-def work():
-    global now
-    now += float(os.environ["PERFGATE_WORK_SECONDS"]) * (0.95 + 0.1 * noise.random())
-"""
-BENCHMARK = """
-from pathlib import Path
-
-from virtual_clock import work
-
-def test_work(benchmark):
-    Path("ran").write_text("yes")
-    benchmark.pedantic(work, rounds=20, iterations=1, warmup_rounds=1)
-"""
-
-
-def virtual_clock_project(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, **files: str
-) -> pytest.Pytester:
-    """A project of ``files`` timed on the virtual clock, each work() call 2 ms."""
-    pytester.makepyfile(virtual_clock=VIRTUAL_CLOCK, **files)
-    monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.002")
-    # under pytest-xdist the inner pytest would inherit these and disable its benchmarks
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-        monkeypatch.delenv(name, raising=False)
-    return pytester
-
-
-@pytest.fixture
-def bench_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    return virtual_clock_project(pytester, monkeypatch, test_bench=BENCHMARK)
-
-
-# this repository's configuration (pyproject.toml): perfgate on, runs in baselines/<hardware>/;
-# tests/test_plugin_outside.py runs the plugin as another project meets it
-PLUGINS = ("-p", "perfgate.plugin", "-p", "no:cacheprovider", "-o", "perfgate=true",
-           "-o", "perfgate_baselines=baselines")  # fmt: skip
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    clock = (
-        ["--benchmark-timer=virtual_clock.clock"]
-        if (pytester.path / "virtual_clock.py").exists()
-        else []
-    )
-    return pytester.runpytest_subprocess(*PLUGINS, *clock, *args)
-
-
-def saved_runs(pytester: pytest.Pytester) -> list[Path]:
-    return sorted((pytester.path / "baselines").rglob("*.json"))
-
-
-def assert_cannot_gate(result: pytest.RunResult, *lines: str) -> None:
-    """Exit 6, the given line(s) said, no traceback and no INTERNALERROR."""
-    output = result.stdout.str() + result.stderr.str()
-    assert result.ret == GATE_NOT_RUN, output
-    for line in lines:
-        assert line in output, output
-    assert "Traceback" not in output and "INTERNALERROR" not in output, output
+from helpers import BENCHMARK, PLUGINS, assert_cannot_gate, run, saved_runs
 
 
 # --- the store --------------------------------------------------------------------------------

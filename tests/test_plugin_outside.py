@@ -13,7 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_plugin import BENCHMARK, GATE_NOT_RUN, virtual_clock_project
+from helpers import BENCHMARK, virtual_clock_project
+
+from perfgate.session.baseline import GATE_NOT_RUN
 
 # another project's conftest: its own --device option, as kornia's and many others' have
 CONFTEST = """

@@ -7,74 +7,23 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_plugin import PLUGINS, saved_runs
+from helpers import (
+    make_cases_project,
+    report_verdicts,
+    run_cases,
+    samples,
+    saved_runs,
+    shard_run,
+)
 
 from perfgate import sharding
 from perfgate.cli import main
 from perfgate.cli.merge import MERGE_REFUSED
 
-# Each call of work(case) advances the clock by a duration drawn from (case, call number) only,
-# in multiples of 2**-20 s (exact in a float): a case reads the same samples in any process and
-# any order. PERFGATE_SLOW_CASE makes one case 1.5 times slower.
-CASE_CLOCK = """
-import os, random
-
-now = 0.0
-calls = {}
-
-def clock():
-    return now
-
-def work(case):
-    global now
-    calls[case] = calls.get(case, 0) + 1
-    noise = random.Random(f"{case}-{calls[case]}").randrange(200)
-    slow = 1.5 if os.environ.get("PERFGATE_SLOW_CASE") == case else 1.0
-    now += (2000 + noise) * slow * 2.0**-20
-"""
-CASES = """
-import pytest
-
-from perfgate import Ratio
-from virtual_clock import work
-
-@pytest.mark.perfgate(ratios=[Ratio("time relative to a", key="case", reference="a",
-                                    higher_is_better=False)])
-@pytest.mark.parametrize("case", ["a", "b", "c"])
-def test_first(benchmark, case):
-    benchmark.pedantic(work, args=(case,), rounds=20, iterations=1, warmup_rounds=1)
-
-@pytest.mark.parametrize("case", ["d", "e"])
-def test_second(benchmark, case):
-    benchmark.pedantic(work, args=(case,), rounds=20, iterations=1, warmup_rounds=1)
-"""
-
 
 @pytest.fixture
 def cases_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     return make_cases_project(pytester, monkeypatch)
-
-
-def make_cases_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch):
-    """Five benchmark cases of two test functions on the exact virtual clock."""
-    pytester.makepyfile(virtual_clock=CASE_CLOCK, test_cases=CASES)
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("PERFGATE_SLOW_CASE", raising=False)
-    return pytester
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(*PLUGINS, "--benchmark-timer=virtual_clock.clock", *args)
-
-
-def samples(path) -> dict[str, list[float]]:
-    data = json.loads(path.read_text())
-    return {b["fullname"]: b["stats"]["data"] for b in data["benchmarks"]}
-
-
-def verdicts(path) -> dict[str, str]:
-    return {row["name"]: row["verdict"] for row in json.loads(path.read_text())}
 
 
 def perfgate(capsys, *argv: str) -> tuple[int, str, str]:
@@ -125,7 +74,7 @@ def test_a_case_and_its_ratio_partners_go_to_one_part():
 
 @pytest.mark.parametrize("value", ["0/2", "two"])
 def test_a_bad_shard_is_one_usage_line(cases_project, value):
-    result = run(cases_project, f"--perf-shard={value}")
+    result = run_cases(cases_project, f"--perf-shard={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     output = result.stdout.str() + result.stderr.str()
     assert "--perf-shard" in output and "e.g. 1/" in output and "Traceback" not in output
@@ -135,19 +84,19 @@ def test_a_bad_shard_is_one_usage_line(cases_project, value):
 def test_two_shards_merged_give_the_unsharded_cases_samples_and_verdicts(
     cases_project, monkeypatch, capsys
 ):
-    assert run(cases_project, "--benchmark-save=base").ret == 0
+    assert run_cases(cases_project, "--benchmark-save=base").ret == 0
     base = str(saved_runs(cases_project)[0])
     monkeypatch.setenv("PERFGATE_SLOW_CASE", "b")
-    whole = run(cases_project, "--perf-gate", "--benchmark-json=whole.json",
+    whole = run_cases(cases_project, "--perf-gate", "--benchmark-json=whole.json",
                 "--perf-gate-report=whole/gate.md")  # fmt: skip
     assert whole.ret == pytest.ExitCode.TESTS_FAILED, whole.stdout.str()
     shard_verdicts = {}
     for index in (1, 2):
-        shard = run(cases_project, "--perf-gate", f"--perf-shard={index}/2",
+        shard = run_cases(cases_project, "--perf-gate", f"--perf-shard={index}/2",
                     f"--benchmark-json=shard{index}.json",
                     f"--perf-gate-report=shard{index}/gate.md")  # fmt: skip
         shard.stdout.fnmatch_lines([f"*shard {index}/2*", "*deselected*"])
-        shard_verdicts.update(verdicts(cases_project.path / f"shard{index}" / "gate.json"))
+        shard_verdicts.update(report_verdicts(cases_project.path / f"shard{index}" / "gate.json"))
     shard_cases = [set(samples(cases_project.path / f"shard{i}.json")) for i in (1, 2)]
     assert shard_cases[0] and shard_cases[1] and not shard_cases[0] & shard_cases[1]
     first = {f"test_cases.py::test_first[{case}]" for case in "abc"}  # ratio partners
@@ -157,7 +106,7 @@ def test_two_shards_merged_give_the_unsharded_cases_samples_and_verdicts(
     merged, unsharded = cases_project.path / "merged.json", cases_project.path / "whole.json"
     assert samples(merged) == samples(unsharded)
     # the gate's verdicts: the shards' gates together are the unsharded gate's
-    assert shard_verdicts == verdicts(cases_project.path / "whole" / "gate.json")
+    assert shard_verdicts == report_verdicts(cases_project.path / "whole" / "gate.json")
     assert shard_verdicts["test_cases.py::test_first[b]"] == "regression"
     # perfgate compare reads the merged run as the unsharded one
     compared = []
@@ -171,24 +120,19 @@ def test_two_shards_merged_give_the_unsharded_cases_samples_and_verdicts(
 def test_a_merged_run_saved_into_the_store_is_the_gates_baseline(cases_project, capsys):
     for index in (1, 2):
         assert (
-            run(cases_project, f"--perf-shard={index}/2", f"--benchmark-json=s{index}.json").ret
+            run_cases(
+                cases_project, f"--perf-shard={index}/2", f"--benchmark-json=s{index}.json"
+            ).ret
             == 0
         )
     status, out, _ = perfgate(capsys, "merge", "s1.json", "s2.json", "--save", "merged")
     assert status == 0 and "0001_merged.json (5 cases)" in out
-    result = run(cases_project, "--perf-gate")
+    result = run_cases(cases_project, "--perf-gate")
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(["*comparing with *0001_merged.json*"])
 
 
 # --- what merge refuses --------------------------------------------------------------------------
-def shard_run(index: int, count: int, names: list[str], key="KEY", commit="abc") -> dict:
-    entries = [{"name": n, "fullname": f"t.py::{n}", "params": {}, "group": None, "extra_info": {},
-                "stats": {"median": 1.0, "data": [1.0, 1.0]}} for n in names]  # fmt: skip
-    shard = {"index": index, "count": count}
-    return {"machine_info": {"perfgate": {"hardware_key": key, "shard": shard}},
-            "commit_info": {"id": commit}, "benchmarks": entries,
-            "datetime": "2026-11-20T10:00:00+00:00"}  # fmt: skip
 
 
 REFUSED = {

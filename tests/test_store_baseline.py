@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from synthetic_runs import entry, rounds, run_json
+from helpers import entry, rounds, run_json
 
 from perfgate import store
 from perfgate.cli import main

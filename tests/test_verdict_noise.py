@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from synthetic_runs import lognormal_rounds, single
+from helpers import lognormal_rounds, single
 
 from perfgate.benchmark import Benchmark
 from perfgate.verdict import Verdict, judge, parse_thresholds

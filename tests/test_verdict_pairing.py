@@ -5,7 +5,7 @@ against the fastest), through ``judge`` and the pairing functions behind it."""
 from __future__ import annotations
 
 import pytest
-from synthetic_runs import (
+from helpers import (
     COMPILE,
     COPY_FRACTION,
     DENSE_LATENCY,
@@ -18,15 +18,12 @@ from synthetic_runs import (
     rounds_at,
     run_of,
     single,
+    verdicts,
 )
 
 from perfgate.verdict import Ratio, Verdict, judge
 from perfgate.verdict.judge import rerun_names
 from perfgate.verdict.pairing import declarations_of, same_run_ratios, worst_ratios
-
-
-def verdicts(baselines, current, confirmation=None) -> dict:
-    return {r.name: r.verdict for r in judge(baselines, current, None, confirmation)}
 
 
 def test_a_ratio_declares_a_reference_case_or_a_stored_field():

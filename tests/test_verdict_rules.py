@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from synthetic_runs import lognormal_rounds, rounds
+from helpers import lognormal_rounds, rounds
 
 from perfgate.benchmark import Benchmark
 from perfgate.stats import Comparison, compare_samples

@@ -4,7 +4,7 @@ as gated or not gated with its reason, and every word comes from the verdict."""
 from __future__ import annotations
 
 import pytest
-from synthetic_runs import entry, rounds, run_of
+from helpers import entry, rounds, run_of
 
 from perfgate.verdict import judge, summary
 

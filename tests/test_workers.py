@@ -8,11 +8,9 @@ import sys
 import types
 
 import pytest
-from synthetic_runs import entry, rounds, run_json
-from test_nvml import FAKE_PYNVML
-from test_plugin import saved_runs
-from test_sharding import make_cases_project, samples, verdicts
-from test_sharding import run as sharded_run
+from helpers import FAKE_PYNVML, entry, make_cases_project, rounds, run_json, samples, saved_runs
+from helpers import report_verdicts as verdicts
+from helpers import run_cases as sharded_run
 
 from perfgate import workers
 from perfgate.benchmark import run_from_json

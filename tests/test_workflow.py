@@ -131,7 +131,7 @@ def test_the_dashboard_step_puts_the_nights_regressions_on_the_job_page(tmp_path
     """The step's own shell script, with `tox -e dashboard --` standing for perfgate dashboard."""
     pytest.importorskip("plotly")
     sys.path.insert(0, str(Path(__file__).parent))
-    from triage_data import STEPPED, write_history
+    from helpers import STEPPED, write_history
 
     folder = write_history(tmp_path / "baselines", runs=14, step_at=11)
     results = tmp_path / "perfgate-results"
@@ -279,7 +279,7 @@ def test_each_shard_gates_its_part_and_keeps_its_run_for_the_merge():
 
 def write_shard(folder: Path, index: int, count: int, name: str) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
-    from test_sharding import shard_run
+    from helpers import shard_run
 
     folder.mkdir(parents=True)
     (folder / "shard.json").write_text(json.dumps(shard_run(index, count, [name])))

@@ -9,7 +9,8 @@ import shutil
 import sys
 
 import pytest
-from triage_data import FLAT, KEY, STEPPED, write_history
+from helpers import FLAT, STEPPED, write_history
+from helpers import HISTORY_KEY as KEY
 
 from perfgate.cli import main
 from perfgate.report.dashboard import page_path

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import git
 
 from perfgate.cli import bisect, main
 from perfgate.report import dashboard
@@ -34,11 +35,6 @@ def perfgate(*args: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     status = main(list(args), out=out, err=err)
     return status, out.getvalue(), err.getvalue()
-
-
-def git(repo: Path, *arguments: str) -> str:
-    command = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *arguments]
-    return subprocess.run(command, check=True, capture_output=True, text=True).stdout
 
 
 @pytest.fixture

@@ -7,12 +7,12 @@ import json
 
 import pytest
 import torch
+from helpers import TIMED_CASE, run, saved_runs, virtual_clock_project
 
 from perfgate.benchmark import run_from_json
 from perfgate.measure import profiler as profiling
 from perfgate.verdict.attribution import profile_diff
 from perfgate.verdict.judge import Verdict, judge
-from tests.test_plugin import run, saved_runs, virtual_clock_project
 
 
 def test_a_compact_profile_lists_operator_time_and_where_memory_was_allocated():
@@ -105,32 +105,6 @@ def test_a_confirmed_regression_carries_the_diff_of_the_stored_profiles():
 
 
 # --- end to end: a baseline saved with profiles, then a slower tree gated ----------------------
-TIMED_CASE = """
-import os
-
-import torch
-
-from perfgate.measure.timing import Budget, time_wall
-from virtual_clock import work
-
-x = torch.randn(64, 64)
-
-
-def call():
-    work()
-    y = x @ x
-    if os.environ.get("EXTRA_SORT"):
-        torch.sort(y, dim=-1)
-
-
-def test_plain(benchmark):  # not timed by measure.timing: no profile, saved once all the same
-    benchmark.pedantic(work, rounds=5)
-
-
-def test_case(benchmark):
-    facts = time_wall(benchmark, call, torch.device("cpu"), Budget(case_seconds=0.1))
-    benchmark.extra_info.update(facts)
-"""
 
 
 @pytest.fixture

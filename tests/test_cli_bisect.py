@@ -12,10 +12,10 @@ from __future__ import annotations
 import io
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
+from helpers import git
 
 from perfgate.cli import main
 from perfgate.cli.bisect_steps import BAD, GOOD, SKIP, _unclear, judge
@@ -47,11 +47,6 @@ HISTORY = [
     ("write a readme", {"README": "wait\n"}),
     ("extend the readme", {"README": "wait, longer\n"}),
 ]
-
-
-def git(repo: Path, *arguments: str) -> str:
-    command = ["git", "-c", "user.name=t", "-c", "user.email=t@t", *arguments]
-    return subprocess.run(command, cwd=repo, check=True, capture_output=True, text=True).stdout
 
 
 @pytest.fixture(scope="module")

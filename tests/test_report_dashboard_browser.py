@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from triage_data import STEPPED, write_history
+from helpers import STEPPED, write_history
 
 from perfgate.cli import main
 

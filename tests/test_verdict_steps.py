@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from triage_data import FLAT, STEPPED, write_history
+from helpers import FLAT, STEPPED, write_history
 
 from perfgate.cli.history_runs import load
 from perfgate.store.schema import aware, recorded_at

@@ -4,7 +4,7 @@ gated and how, what is not gated and why, declared same-run ratios, and baseline
 from __future__ import annotations
 
 import pytest
-from synthetic_runs import (
+from helpers import (
     FLASH,
     attention_run,
     entry,
@@ -23,10 +23,6 @@ from perfgate.verdict.judge import HOST_BOUND, failed
 def one(baseline, current, thresholds=None, confirmation=None):
     (result,) = judge([baseline], current, thresholds, confirmation)
     return result
-
-
-def verdicts(baselines, current, confirmation=None) -> dict:
-    return {r.name: r.verdict for r in judge(baselines, current, None, confirmation)}
 
 
 # --- time, memory and confirmation -------------------------------------------------------------

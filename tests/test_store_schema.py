@@ -9,8 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from test_faults import assert_one_line, bench_project  # noqa: F401 (a fixture)
-from test_plugin import run, saved_runs
+from helpers import assert_one_line, run, saved_runs
 
 from perfgate import store
 from perfgate.cli import main

@@ -8,8 +8,7 @@ import io
 from pathlib import Path
 
 import pytest
-from test_faults import assert_one_line, bench_project, read_only_disk  # noqa: F401 (fixtures)
-from test_plugin import run
+from helpers import assert_one_line, run
 
 from perfgate.cli import main
 
@@ -88,7 +87,7 @@ def test_every_out_that_cannot_be_written_is_one_line_and_exit_2(
 
 
 def test_an_empty_summary_is_said_and_skipped(tmp_path, monkeypatch):
-    from triage_data import write_history
+    from helpers import write_history
 
     pytest.importorskip("plotly")
     write_history(tmp_path / "baselines", runs=4, step_at=2)

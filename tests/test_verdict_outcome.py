@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from synthetic_runs import entry, rounds, rounds_at, run_json, run_of
+from helpers import entry, rounds, rounds_at, run_json, run_of
 
 from perfgate.cli import bisect_steps
 from perfgate.declarations import declarations

@@ -10,7 +10,7 @@ import json
 
 import numpy as np
 import pytest
-from synthetic_runs import entry, rounds, run_json, single
+from helpers import entry, rounds, run_json, single
 
 from perfgate.benchmark import Benchmark
 from perfgate.cli.bisect_steps import BAD, GOOD, SKIP
@@ -128,7 +128,7 @@ def test_work(benchmark):
 
 
 def test_a_five_times_slowdown_in_four_rounds_fails_the_gate(pytester, monkeypatch):
-    from test_plugin import run, saved_runs, virtual_clock_project
+    from helpers import run, saved_runs, virtual_clock_project
 
     project = virtual_clock_project(pytester, monkeypatch, test_four=FOUR_ROUNDS)
     for _ in range(2):  # a baseline set of two runs
@@ -151,7 +151,7 @@ def test_a_five_times_slowdown_in_four_rounds_fails_the_gate(pytester, monkeypat
 
 
 def test_a_session_where_no_case_has_rounds_enough_exits_6(pytester, monkeypatch):
-    from test_plugin import run, virtual_clock_project
+    from helpers import run, virtual_clock_project
 
     two = FOUR_ROUNDS.replace("rounds=4", "rounds=2")
     project = virtual_clock_project(pytester, monkeypatch, test_two=two)

@@ -9,10 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from tests.test_attribution import TIMED_CASE
-from tests.test_launch_counts import COUNTED_CASE
-from tests.test_plugin import run, virtual_clock_project
+from helpers import COUNTED_CASE, TIMED_CASE, run, virtual_clock_project
 
 PACKAGE = Path(__file__).resolve().parents[1] / "perfgate"
 WIRING = {"plugin.py", "hookspec.py"}  # the hooks, and the spec of the one a project implements

@@ -12,7 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from synthetic_runs import FLASH, NAIVE, attention, entry, rounds, rounds_at, run_json
+from helpers import FLASH, NAIVE, attention, entry, rounds, rounds_at, run_json
 
 from perfgate import store
 from perfgate.benchmark import run_from_json

@@ -8,94 +8,10 @@ import sys
 import types
 
 import pytest
-from synthetic_runs import rounds, single
+from helpers import FAKE_PYNVML, rounds, single
 
 from perfgate.measure import machine, nvml
 from perfgate.verdict import Verdict, judge
-
-# The functions and constants perfgate uses, with the names nvidia-ml-py gives them. Module
-# attributes in capitals steer it; CALLS records what was asked.
-FAKE_PYNVML = """
-NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 1, 2, 0
-NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_NO_PERMISSION = 3, 4
-NVML_CLOCK_LIMIT_ID_TDP = 0xFFFFFF01
-SM_CLOCKS = [1980]
-THROTTLE = 0x4
-LOCK_ERROR = None
-INIT_ERROR = None
-PROCESSES = []
-CALLS = []
-
-
-class NVMLError(Exception):
-    def __init__(self, value):
-        self.value = value
-
-    def __str__(self):
-        return {3: "Not Supported", 4: "Insufficient Permissions"}.get(self.value, "Unknown")
-
-
-class _Record:
-    def __init__(self, **fields):
-        self.__dict__.update(fields)
-
-
-def nvmlInit():
-    if INIT_ERROR is not None:
-        raise NVMLError(INIT_ERROR)
-
-
-def nvmlDeviceGetHandleByIndex(index):
-    return ("gpu", index)
-
-
-def nvmlDeviceGetClockInfo(handle, kind):
-    if kind == NVML_CLOCK_SM:
-        return SM_CLOCKS.pop(0) if len(SM_CLOCKS) > 1 else SM_CLOCKS[0]
-    return 2619
-
-
-def nvmlDeviceGetMaxClockInfo(handle, kind):
-    return 1980
-
-
-def nvmlDeviceGetPowerUsage(handle):
-    return 312_500  # mW
-
-
-def nvmlDeviceGetTemperature(handle, sensor):
-    return 41
-
-
-def nvmlDeviceGetCurrentClocksEventReasons(handle):
-    return THROTTLE
-
-
-def nvmlDeviceGetName(handle):
-    return b"NVIDIA H100 80GB HBM3"
-
-
-def nvmlSystemGetDriverVersion():
-    return "580.159.04"
-
-
-def nvmlDeviceGetUtilizationRates(handle):
-    return _Record(gpu=7, memory=1)
-
-
-def nvmlDeviceGetComputeRunningProcesses(handle):
-    return [_Record(pid=pid, usedGpuMemory=mib * 2**20) for pid, mib in PROCESSES]
-
-
-def nvmlDeviceSetGpuLockedClocks(handle, low, high):
-    CALLS.append(("lock", low, high))
-    if LOCK_ERROR is not None:
-        raise NVMLError(LOCK_ERROR)
-
-
-def nvmlDeviceResetGpuLockedClocks(handle):
-    CALLS.append(("reset",))
-"""
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_plugin import BENCHMARK, run, saved_runs, virtual_clock_project
+from helpers import assert_one_line, mount, run, saved_runs
 
 from perfgate import store
 from perfgate.store import owners, saving
@@ -32,27 +32,8 @@ os.link = link
 """
 
 
-@pytest.fixture
-def bench_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    return virtual_clock_project(pytester, monkeypatch, test_bench=BENCHMARK)
-
-
-def assert_one_line(result: pytest.RunResult, ret: int, line: str) -> str:
-    output = result.stdout.str() + result.stderr.str()
-    assert result.ret == ret, output
-    assert line in output, output
-    assert "Traceback" not in output and "INTERNALERROR" not in output, output
-    return output
-
-
 def unsaved(project: pytest.Pytester) -> list[Path]:
     return sorted((project.path / "perfgate-results" / "unsaved").glob("*.json"))
-
-
-def _mount(*arguments: str) -> bool:
-    if os.geteuid() != 0:
-        return False
-    return subprocess.run(["mount", *arguments], capture_output=True).returncode == 0
 
 
 @pytest.fixture
@@ -60,20 +41,9 @@ def full_disk(tmp_path: Path):
     """A 64 KiB tmpfs with 4 KiB free: a real ENOSPC."""
     folder = tmp_path / "full"
     folder.mkdir()
-    if not _mount("-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)):
+    if not mount("-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)):
         pytest.skip("cannot mount a tmpfs here (not root); the patched-disk test covers it")
     (folder / "filler").write_bytes(b"\0" * 60 * 1024)
-    yield folder
-    subprocess.run(["umount", str(folder)], check=True)
-
-
-@pytest.fixture
-def read_only_disk(tmp_path: Path):
-    """A read-only bind mount of a folder: a real EROFS, even for root."""
-    folder = tmp_path / "read-only"
-    folder.mkdir()
-    if not _mount("--bind", "-o", "ro", str(folder), str(folder)):
-        pytest.skip("cannot bind-mount here (not root); the patched-disk test covers it")
     yield folder
     subprocess.run(["umount", str(folder)], check=True)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from synthetic_runs import rounds_at, single
+from helpers import COUNTED_CASE, rounds_at, run, saved_runs, single, virtual_clock_project
 
 from perfgate.cli.nightly import ab_reason
 from perfgate.cli.nightly_report import decide
@@ -17,7 +17,6 @@ from perfgate.verdict import Verdict, judge
 from perfgate.verdict.judge import HOST_BOUND
 from perfgate.verdict.launches import GATED_ON
 from perfgate.verdict.summary import as_json
-from tests.test_plugin import run, saved_runs, virtual_clock_project
 
 RESNET = "test_resnet18_steady[cuda-1-eager]"
 
@@ -110,25 +109,6 @@ def test_the_nightly_leaves_count_gated_cases_to_the_stored_comparison():
 
 
 # --- end to end on the CPU: a fake counter stands in for the profiler --------------------------
-COUNTED_CASE = """
-import os
-
-from perfgate import _pytest_benchmark
-from perfgate.measure import mode
-from virtual_clock import work
-
-
-def test_model(benchmark):
-    now = mode.of(benchmark)  # what time_wall does on CUDA, the trace replaced by a fake
-    if now.counting:
-        launches = int(os.environ["FAKE_LAUNCHES"])
-        now.counts[benchmark.fullname] = {"kernel_launches": launches}
-        _pytest_benchmark.mark_profiled(benchmark)
-        return
-    now.countable.add(benchmark.fullname)
-    benchmark.extra_info["host_bound"] = True
-    benchmark.pedantic(work, rounds=20, iterations=1, warmup_rounds=1)
-"""
 
 
 def test_counts_are_saved_with_a_baseline_and_a_count_that_grew_fails_the_gate(
