@@ -1,7 +1,7 @@
 """The only module that touches pytest-benchmark's private attributes (pytest-benchmark 5.x).
 
 Everything perfgate needs from its session and fixture goes through these small functions, so a
-change in pytest-benchmark breaks here, where tests/test_pytest_benchmark_adapter.py notices.
+change in pytest-benchmark breaks here, where tests/test_pytest_benchmark.py notices.
 """
 
 from __future__ import annotations

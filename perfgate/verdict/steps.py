@@ -8,7 +8,7 @@ that window, so picking the best split is part of the null distribution. As in H
 et al. 2023), the weakest proposal is dropped and its neighbours judged again over the wider
 window, until each step left has a p-value below ``alpha`` and moved the median by at least
 ``min_change``. On pure noise this keeps about ``alpha`` of series with a false step (measured
-in tests/test_changepoints.py).
+in tests/test_verdict_steps.py).
 
 The unit of evidence is a run, not a round: rounds of one session share its machine state, so
 a per-round test calls every session-to-session difference significant. A step therefore needs
