@@ -1,4 +1,4 @@
-"""Timing PyTorch work inside pytest-benchmark without the traps of MEASURE.md.
+"""Timing PyTorch work inside pytest-benchmark without the traps the lab measured (docs/NOTES.md).
 
 Two clocks, chosen per benchmark:
 - wall time (``time_wall``): back-to-back calls as a user feels them; on CUDA the round is read

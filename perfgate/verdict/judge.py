@@ -38,8 +38,8 @@ from perfgate.verdict.rules import (
 )
 from perfgate.verdict.thresholds import DEFAULT_INSTRUCTIONS_TOLERANCE
 
-# MEASURE.md: when the host enqueues no faster than the GPU runs, per-call time follows host
-# jitter; such a case is reported, never gated on device-time noise.
+# The lab's timing notes: when the host enqueues no faster than the GPU runs, per-call time
+# follows host jitter; such a case is reported, never gated on device-time noise.
 HOST_BOUND = (
     f"host-bound (host enqueue >= {HOST_BOUND_FRACTION * 100:g} % of device time): its time "
     "follows host jitter"
