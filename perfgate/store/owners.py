@@ -130,16 +130,23 @@ def write_temporary(folder: Path, text: str) -> Path:
     handle, name = tempfile.mkstemp(prefix=f".saving-{file_tag()}-", suffix=".json",
                                     dir=folder)  # fmt: skip
     path = Path(name)
+    with os.fdopen(handle, "w", encoding="utf-8") as file:
+        fill(file, path, text, mode=0o666 & ~_umask())  # mkstemp makes 0600; a run is for all
+    return path
+
+
+def fill(file, path: Path, text: str, mode: int | None = None) -> None:
+    """Write ``text`` into ``file``, just created at ``path``, and sync it to disk; on any
+    failure (a full disk, a Ctrl-C) the file is removed: no half-written run stays."""
     try:
-        os.fchmod(handle, 0o666 & ~_umask())  # mkstemp makes 0600; a run is for everyone
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
+        if mode is not None:
+            os.fchmod(file.fileno(), mode)
+        file.write(text)
+        file.flush()
+        os.fsync(file.fileno())
     except BaseException:
         path.unlink(missing_ok=True)
         raise
-    return path
 
 
 def _umask() -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import signal
 import tempfile
 import threading
@@ -19,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from perfgate import store
+from perfgate.store import owners
 
 UNSAVED = Path("perfgate-results") / "unsaved"
 SAVE_FAILED = 7  # exit status: --benchmark-save could not save the run (README: exit codes)
@@ -91,13 +91,7 @@ def _write_new(folder: Path, stamp: str, name: str, text: str) -> Path:
         path = folder / f"{stamp}{f'-{attempt}' if attempt else ''}_{name}.json"
         try:
             with open(path, "x", encoding="utf-8") as file:  # "x": never over another run
-                try:
-                    file.write(text)
-                    file.flush()
-                    os.fsync(file.fileno())
-                except BaseException:
-                    path.unlink(missing_ok=True)
-                    raise
+                owners.fill(file, path, text)
             return path
         except FileExistsError:
             continue
