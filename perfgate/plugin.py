@@ -9,6 +9,8 @@ store, compare and save through perfgate. An unasked session imports nothing bey
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 from perfgate import options
@@ -83,10 +85,9 @@ class Asked:
     Each calls plain code; the session's state is ``session.state.SessionState``, in the stash."""
 
     def __init__(self, config: pytest.Config):
-        from perfgate.session import state as session_state
 
         self.config = config
-        self.state = session_state.start(config, uses_cuda(config))
+        self.state = start(config, uses_cuda(config))
 
     @pytest.hookimpl(trylast=True)  # pytest-benchmark's session exists by now
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -202,3 +203,48 @@ def after_loop(state, session: pytest.Session) -> None:
 def uses_cuda(config: pytest.Config) -> bool:
     """Whether this session benchmarks on CUDA, as the project's conftest answers (hookspec)."""
     return bool(config.hook.pytest_perfgate_uses_cuda(config=config))
+
+
+def start(config: pytest.Config, use_cuda: bool):
+    """Check and decide what can be before the first benchmark runs (usage errors, outputs, the
+    baseline: a missing one costs a second, not a GPU run); the state, kept in the stash."""
+    from perfgate import gate, instruction_cases, outputs, sharding, workers
+    from perfgate.measure import machine, nvml
+    from perfgate.measure import mode as measure_mode
+    from perfgate.session import baseline
+    from perfgate.session.saver import Saver
+    from perfgate.session.state import KEY, SessionState
+    from perfgate.store import saving
+
+    worker, controller = workers.configure(config, use_cuda)  # -n: pin, merge (xdist)
+    read = options.read(config)  # after a worker turned its saving off: the controller saves
+    clocks = ("", False)
+    if read.lock_clocks and workers.times_here(config):
+        line, undo = nvml.lock_base_clocks_for_session()
+        clocks = (line, undo is not None)
+        if undo is not None:
+            config.add_cleanup(undo)
+    mode = config.stash[measure_mode.KEY] = measure_mode.Mode(profile_dir=read.profile)
+    _check_histogram(config)
+    outputs.check_session_outputs(config)
+    saving.interrupt_on_sigterm(config)
+    thresholds = gate.thresholds_from(config) if read.gate else None  # usage errors first
+    instruction_cases.check(read)
+    key = instruction_cases.storage_key(read) or machine.hardware_key(use_cuda)
+    choice = baseline.choose(config, key, read.gate)
+    saver = Saver(config, choice, key)
+    shard = sharding.selection(read.shard, choice.key_folder)  # a usage error for a bad value
+    state = SessionState(config, read, key, choice, saver, mode, clocks, shard, worker, controller)
+    if read.gate:
+        gate_class = workers.gate_class(worker, controller)
+        state.gate = gate_class(config, read, choice, saver, thresholds, mode, shard)
+    config.stash[KEY] = state
+    return state
+
+
+def _check_histogram(config: pytest.Config) -> None:
+    if config.getoption("benchmark_histogram", None) and importlib.util.find_spec("pygal") is None:
+        raise pytest.UsageError(
+            "--benchmark-histogram needs pygal: pip install 'perfgate[histogram]' "
+            "(or pip install pygal pygaljs)"
+        )
