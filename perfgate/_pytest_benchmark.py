@@ -19,11 +19,6 @@ from perfgate.fields import Field, kept
 DEFAULT_STORAGE = "file://./.benchmarks"  # pytest-benchmark's default --benchmark-storage
 
 
-def active(config: pytest.Config) -> bool:
-    """True when pytest-benchmark is loaded (not ``-p no:benchmark``)."""
-    return hasattr(config.option, "benchmark_storage")
-
-
 def _session(config: pytest.Config):
     return getattr(config, "_benchmarksession", None)
 

@@ -174,7 +174,7 @@ class Controller:
         runs = {w: run for w, run in runs.items() if run.get("benchmarks")}
         if self.merged is None and runs:
             try:
-                self.merged = merge_runs(runs, "worker")
+                self.merged = merge_runs(runs, Field.WORKER)
             except MergeError as error:
                 self.problem = f"the workers' runs cannot be merged: {error}"
         return self.merged
@@ -182,7 +182,7 @@ class Controller:
     def confirmation(self) -> dict | None:
         sent = {w: json.loads(s[GATE]) for w, s in self.sent.items() if s.get(GATE)}
         parts = {w: part["confirmation"] for w, part in sent.items() if part["confirmation"]}
-        return merge_runs(parts, "worker") if parts else None
+        return merge_runs(parts, Field.WORKER) if parts else None
 
     def profiles(self) -> dict:
         sent = [json.loads(s[GATE]) for s in self.sent.values() if s.get(GATE)]

@@ -36,7 +36,6 @@ class BaselineChoice:
     per_hardware: bool = False  # key_folder is <baselines root>/<hardware key>
     baseline: Run | None = None
     members: list[Run] = field(default_factory=list)  # the baseline set, oldest first
-    saved_to: Path | None = None
 
     @property
     def label(self) -> str:

@@ -34,7 +34,7 @@ class Saver:
             self.session.exitstatus = failed
         if outcome.saved is None:
             return
-        path = self.choice.saved_to = outcome.saved
+        path = outcome.saved
         compared = self.choice.baseline
         if self.choice.per_hardware and compared is not None and compared.hardware_key != self.key:
             warn(self.config, f"perfgate: warning: saved under {self.key}, but compared with a "

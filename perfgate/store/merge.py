@@ -19,7 +19,7 @@ class MergeError(ValueError):
     """Parts that cannot be one run; the message says which parts and why."""
 
 
-def merge_runs(parts: dict[str, dict], kind: str = "worker") -> dict:
+def merge_runs(parts: dict[str, dict], kind: str = Field.WORKER) -> dict:
     """One run JSON from ``{part label: its run JSON}``, the parts in label order; ``kind``
     ("worker" or "shard") names a part in messages and in each benchmark's extra_info."""
     if not parts:
@@ -64,7 +64,7 @@ def merge_shards(runs: list[tuple[str, dict]]) -> dict:
                          "(a failed shard's job must be run again)")  # fmt: skip
     for run in parts.values():
         del run["_where"]
-    return merge_runs(parts, "shard")
+    return merge_runs(parts, Field.SHARD)
 
 
 def _same(parts: dict[str, dict], labels: list[str], kind: str, what: str, fact, hint: str):
