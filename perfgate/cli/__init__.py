@@ -17,6 +17,7 @@ from perfgate import __version__
 from perfgate.cli import ab, guard, merge, nightly
 from perfgate.cli.bisect import add_bisect_parser, run_bisect
 from perfgate.cli.dashboard import add_dashboard_parser, run_dashboard
+from perfgate.cli.guard import CommandError
 from perfgate.cli.profile import DEFAULT_FOLDER as PROFILE_FOLDER
 from perfgate.cli.runs import Hardware
 from perfgate.outputs import BadOutput
@@ -164,11 +165,11 @@ def _compare(args, hardware: Hardware, out, err) -> int:
     else:
         a, b = hardware.newest(2)
     if a.path.resolve() == b.path.resolve():
-        raise StoreError(f"RUN_A and RUN_B are the same file ({a.path}); name two runs")
+        raise CommandError(f"RUN_A and RUN_B are the same file ({a.path}); name two runs")
     try:
         thresholds = parse_thresholds(args.threshold, alpha=args.alpha)
     except ValueError as error:
-        raise StoreError(f"--threshold: {error}") from None
+        raise CommandError(f"--threshold: {error}") from None
     if args.json:
         out.write(compare_json(a, b, thresholds, args.filter))
     else:
@@ -182,7 +183,7 @@ def _history(args, hardware: Hardware, out, err) -> int:
     print(f"reading runs from {hardware.folder}...", file=err, flush=True)
     runs = hardware.runs()
     if not matching_benchmarks(runs, args.pattern):
-        raise StoreError(
+        raise CommandError(
             f"no benchmark matches '{args.pattern}' in {len(runs)} runs of {hardware.folder}; "
             "pass a glob or part of a benchmark's name"
         )
@@ -209,7 +210,7 @@ def _report(args, hardware: Hardware, out, err, argv: Sequence[str]) -> int:
     print("reading runs...", file=err, flush=True)
     runs = [hardware.resolve(a) for a in args.runs] if args.runs else hardware.newest(1)
     if not any(name.startswith("perf_tests/") for run in runs for name in run.benchmarks):
-        raise StoreError(
+        raise CommandError(
             "perfgate report writes this repository's lab report (the torch.compile, SDPA and "
             f"MXINT8 cases of its perf_tests/), and {runs[0].path} has none of them; for any "
             "project's runs use perfgate compare or perfgate history"
@@ -238,7 +239,7 @@ def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:
         guard.check_outputs(args, err)
         with guard.sigterm_as_interrupt():
             return _run(args, extra, argv, out, err)
-    except (StoreError, PlotsUnavailable, BadOutput, StepsUnavailable) as error:
+    except (CommandError, StoreError, PlotsUnavailable, BadOutput, StepsUnavailable) as error:
         print(f"perfgate {args.command}: error: {error}", file=err)
         return 2
     except KeyboardInterrupt:

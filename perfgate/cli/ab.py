@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perfgate.benchmark import Run
+from perfgate.cli.guard import CommandError
 from perfgate.store import StoreError, read_results
 from perfgate.verdict import paired, summary
 from perfgate.verdict.outcome import GateResult, Verdict
@@ -33,7 +34,7 @@ NO_TESTS_COLLECTED = 5  # pytest's exit status
 XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 
 
-class AbError(StoreError):
+class AbError(CommandError):
     """Why ``perfgate ab`` cannot go on; one line that says what to do (exit 2)."""
 
 

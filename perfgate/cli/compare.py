@@ -12,9 +12,9 @@ import json
 from collections.abc import Sequence
 
 from perfgate.benchmark import Run, describe_changes, environment_changes
+from perfgate.cli.guard import CommandError
 from perfgate.cli.runs import baseline_set_of, matches
 from perfgate.report.tables import MISSING, fmt_time, render
-from perfgate.store import StoreError
 from perfgate.verdict import summary
 from perfgate.verdict.judge import GateResult, Verdict, judge
 from perfgate.verdict.rules import Thresholds
@@ -31,11 +31,11 @@ def compare_results(
     try:
         results = judge(members, b, thresholds)
     except ValueError as error:  # e.g. a threshold marker that is not a fraction
-        raise StoreError(f"{a.path} vs {b.path}: {error}") from error
+        raise CommandError(f"{a.path} vs {b.path}: {error}") from error
     if patterns:
         results = [r for r in results if matches([r.name, r.name.split("::")[-1]], patterns)]
     if patterns and not results:
-        raise StoreError(
+        raise CommandError(
             f"no benchmark matches --filter {' '.join(patterns)} in {a.path} or {b.path}; "
             "use a glob or a substring of the benchmark names"
         )
@@ -43,12 +43,12 @@ def compare_results(
 
 
 def _check_threshold_names(thresholds: Thresholds, runs: list[Run]) -> None:
-    """StoreError when --threshold names a family or test that none of ``runs`` has, as the
+    """CommandError when --threshold names a family or test that none of ``runs`` has, as the
     gate refuses an unknown --perf-gate-threshold name (a typo would silently change nothing)."""
     names = {b.test for run in runs for b in run.benchmarks.values()}
     names |= {b.family for run in runs for b in run.benchmarks.values() if b.family}
     if unknown := thresholds.unknown_names(names):
-        raise StoreError(
+        raise CommandError(
             f"--threshold names no family or test in these runs: {', '.join(unknown)}; "
             f"valid names: {', '.join(sorted(names))}"
         )

@@ -12,6 +12,12 @@ import threading
 
 from perfgate.outputs import check_file, check_folder
 
+
+class CommandError(Exception):
+    """What a command was asked cannot be done (not a problem of the store); the message is one
+    line that says what to do, and the command exits 2."""
+
+
 FILE_OUT = {"ab", "merge"}  # commands whose --out is a file; the others' is a folder
 
 

@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 
 from perfgate import store
+from perfgate.cli.guard import CommandError
 from perfgate.fields import RunField
 from perfgate.store.merge import MergeError, merge_shards
 
@@ -42,12 +43,12 @@ def add_parser(commands, formatter) -> None:
 
 def run_merge(args: argparse.Namespace, out, err) -> int:
     if not args.out and not args.save:
-        raise store.StoreError("give --out RUN.json, --save NAME, or both")
+        raise CommandError("give --out RUN.json, --save NAME, or both")
     if args.save:
         try:
             store.check_save_name(args.save)
         except store.StoreError as error:  # its line names pytest's option; ours is --save
-            raise store.StoreError(str(error).replace("--benchmark-save", "--save")) from None
+            raise CommandError(str(error).replace("--benchmark-save", "--save")) from None
     runs = [(path, store.read_json(Path(path))) for path in args.shards]
     try:
         merged = merge_shards(runs)
@@ -63,7 +64,7 @@ def run_merge(args: argparse.Namespace, out, err) -> int:
         try:
             saved = store.save(root / key, machine_id(merged["machine_info"]), args.save, merged)
         except OSError as error:
-            raise store.StoreError(f"cannot save into {root / key}: {error.strerror}") from None
+            raise CommandError(f"cannot save into {root / key}: {error.strerror}") from None
         print(f"saved {saved} ({cases} cases)", file=out)
     return 0
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from perfgate.cli import ab
+from perfgate.cli.guard import CommandError
 from perfgate.cli.nightly_report import NightRow, decide, markdown
-from perfgate.store import StoreError
 from perfgate.verdict.outcome import Verdict
 from perfgate.verdict.thresholds import Thresholds
 
@@ -99,12 +99,12 @@ def read_gate(results: Path) -> list[dict]:
     try:
         rows = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise StoreError(f"{path} is missing: run the stored comparison first (without "
+        raise CommandError(f"{path} is missing: run the stored comparison first (without "
                          "--confirm-only)") from None  # fmt: skip
     except ValueError as error:
-        raise StoreError(f"{path} is not the gate's JSON ({error}); run the gate again") from None
+        raise CommandError(f"{path} is not the gate's JSON ({error}); run the gate again") from None
     if not isinstance(rows, list) or not all(isinstance(r, dict) and "name" in r for r in rows):
-        raise StoreError(f"{path} is not the gate's JSON (a list of rows); run the gate again")
+        raise CommandError(f"{path} is not the gate's JSON (a list of rows); run the gate again")
     return rows
 
 
@@ -119,11 +119,11 @@ def base_commit(options: NightlyOptions, root: Path) -> str:
         run = _gate_baseline(options.results)
     commit = (run.commit_info or {}).get("id")
     if not commit:
-        raise StoreError(f"the baseline {run.path} records no commit; give --base-ref REF")
+        raise CommandError(f"the baseline {run.path} records no commit; give --base-ref REF")
     try:
         return ab.resolve_commit(root, commit)
     except ab.AbError:
-        raise StoreError(
+        raise CommandError(
             f"the baseline's commit {commit[:12]} is not in {root} (a shallow clone? check out "
             "with full history), or give --base-ref REF"
         ) from None
@@ -241,9 +241,9 @@ def add_parser(commands, fraction) -> None:
 
 def options_from(args, pytest_args: list[str]) -> NightlyOptions:
     if args.blocks < 2:
-        raise StoreError(f"--blocks {args.blocks}: at least 2 (3 or more for significance)")
+        raise CommandError(f"--blocks {args.blocks}: at least 2 (3 or more for significance)")
     if args.more_blocks < 0:
-        raise StoreError(f"--more-blocks {args.more_blocks}: 0 or more")
+        raise CommandError(f"--more-blocks {args.more_blocks}: 0 or more")
     return NightlyOptions(args.results, args.confirm_only, args.base_ref, args.baseline,
                           args.screen, args.target, args.blocks,
                           pytest_args, args.more_blocks)  # fmt: skip
