@@ -180,8 +180,9 @@ def require_samples(members: list[Run]) -> None:
             raise GateCannotRun(
                 f"baseline {run.path}: {bare[0].fullname} (and {len(bare) - 1} more) has no "
                 "per-round data, so it cannot be compared; record the baseline again with "
-                "`--benchmark-save=NAME --benchmark-save-data` (a session that asks for "
-                "perfgate saves per-round data by itself)"
+                "`--benchmark-save=NAME --benchmark-save-data` under a NAME of its own (a set "
+                "ends at another name), or move that run out of the store (a session that asks "
+                "for perfgate saves per-round data by itself)"
             )
 
 
