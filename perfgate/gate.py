@@ -19,7 +19,7 @@ import pytest
 from perfgate import _pytest_benchmark, options
 from perfgate.benchmark import Run, run_from_json
 from perfgate.declarations import declarations, test_name, uses_benchmark
-from perfgate.fields import Field
+from perfgate.fields import Declared, Field
 from perfgate.measure import launch_counts
 from perfgate.measure.mode import Mode
 from perfgate.options import Options
@@ -30,7 +30,7 @@ from perfgate.sharding import ShardSelection
 from perfgate.verdict import summary
 from perfgate.verdict.judge import GateResult, Verdict, failed, judge, rerun_names
 from perfgate.verdict.pairing import declarations_of
-from perfgate.verdict.rules import Thresholds, parse_thresholds
+from perfgate.verdict.thresholds import Thresholds, parse_thresholds
 
 
 def thresholds_from(config: pytest.Config) -> Thresholds:
@@ -96,7 +96,7 @@ class GateSession:
         known = set()
         for item in items:
             known.add(test_name(item))
-            known.add(declarations(item).get("family") or "")
+            known.add(declarations(item).get(Declared.FAMILY) or "")
         self.problem = self._cannot_gate(items, known)
         if self.problem:
             self.config.hook.pytest_deselected(items=list(items))

@@ -19,7 +19,7 @@ from perfgate.verdict.noise import (
     case_threshold,
     measured_noise,
 )
-from perfgate.verdict.rules import DEFAULT_TIME_THRESHOLD
+from perfgate.verdict.thresholds import DEFAULT_TIME_THRESHOLD
 
 DEVICE = {"clock": DEVICE_CLOCK}
 NAME = "test_kernel[cuda]"

@@ -17,7 +17,7 @@ from perfgate.cli.runs import baseline_set_of, matches
 from perfgate.report.tables import MISSING, fmt_time, render
 from perfgate.verdict import summary
 from perfgate.verdict.judge import GateResult, Verdict, judge
-from perfgate.verdict.rules import Thresholds
+from perfgate.verdict.thresholds import Thresholds
 
 ENVIRONMENT_KEYS = ("torch", "triton", "cuda", "cudnn", "driver", "python")
 

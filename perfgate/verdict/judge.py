@@ -29,14 +29,9 @@ from perfgate.verdict.pairing import (
     slowest_of,
     worst_ratios,
 )
-from perfgate.verdict.rules import (
-    TOO_FEW_ROUNDS,
-    Case,
-    RatioChange,
-    Thresholds,
-    instructions_tolerance,
-)
-from perfgate.verdict.thresholds import DEFAULT_INSTRUCTIONS_TOLERANCE
+from perfgate.verdict.rules import Case, RatioChange, instructions_tolerance
+from perfgate.verdict.thresholds import DEFAULT_INSTRUCTIONS_TOLERANCE, Thresholds
+from perfgate.verdict.time_change import TOO_FEW_ROUNDS
 
 # The lab's timing notes: when the host enqueues no faster than the GPU runs, per-call time
 # follows host jitter; such a case is reported, never gated on device-time noise.

@@ -22,7 +22,9 @@ from perfgate.stats import (
 )
 from perfgate.verdict.noise import case_threshold
 from perfgate.verdict.outcome import GateResult, Verdict, decide
-from perfgate.verdict.rules import TOO_FEW_ROUNDS, Case, Thresholds
+from perfgate.verdict.rules import Case
+from perfgate.verdict.thresholds import Thresholds
+from perfgate.verdict.time_change import TOO_FEW_ROUNDS
 
 
 def compare_paired_blocks(

@@ -17,17 +17,13 @@ from perfgate.benchmark import Benchmark
 from perfgate.fields import Field
 from perfgate.stats import Comparison
 from perfgate.verdict.pairing import peak_bytes
-from perfgate.verdict.thresholds import (  # noqa: F401 (parse_thresholds: the gate's import)
-    DEFAULT_ALPHA,
+from perfgate.verdict.thresholds import (
     DEFAULT_INSTRUCTIONS_TOLERANCE,
     DEFAULT_TIME_THRESHOLD,
     Thresholds,
     check_fraction,
-    parse_thresholds,
 )
-from perfgate.verdict.time_change import TOO_FEW_ROUNDS, TimeImprovement, TimeRegression
-
-__all__ = ["RULES", "TOO_FEW_ROUNDS", "Case", "Finding", "Thresholds", "findings"]
+from perfgate.verdict.time_change import TimeImprovement, TimeRegression
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from perfgate.benchmark import Run, environment_changes
 from perfgate.verdict.judge import GateResult, Verdict
-from perfgate.verdict.rules import TOO_FEW_ROUNDS
+from perfgate.verdict.time_change import TOO_FEW_ROUNDS
 
 HEADINGS = {
     Verdict.REGRESSION: "Confirmed regressions (fail the run)",
