@@ -12,7 +12,8 @@ import test_cli_ab
 from helpers import AB_CLOCK as CLOCK
 from helpers import commit, error_line, git, perfgate, rounds_at, worktrees
 
-from perfgate.cli.nightly import failing_tests, undecided
+from perfgate.ab.engine import undecided
+from perfgate.ab.night import failing_tests
 from perfgate.stats import compare_samples
 from perfgate.verdict import Verdict
 from perfgate.verdict.nightly import ab_reason
@@ -187,9 +188,11 @@ def pytest_run(root: Path, *argv: str):
 
 
 def test_screen_and_target_given_in_percent_send_every_gated_case_to_the_ab(repo, tmp_path):
+    (repo / "README").write_text("docs only")
+    commit(repo, "docs")
     results = tmp_path / "results"
     write_gate(results, row(change=0.3))  # 0.3 % slower: below the default 1 % screen
-    status, out, err = nightly(results, "--base-ref", "HEAD", "--screen=0%", "--target", "5%")
+    status, out, err = nightly(results, "--base-ref", "HEAD~1", "--screen=0%", "--target", "5%")
     assert status == 0, out + err
     data = json.loads((results / "nightly-verdicts.json").read_text())
     assert (data["screen"], data["target"]) == (0.0, 0.05)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from perfgate import __version__
+from perfgate.ab import AbError
 from perfgate.cli import ab, guard, merge, nightly
 from perfgate.cli.bisect import add_bisect_parser, run_bisect
 from perfgate.cli.dashboard import add_dashboard_parser, run_dashboard
@@ -239,7 +240,8 @@ def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:
         guard.check_outputs(args, err)
         with guard.sigterm_as_interrupt():
             return _run(args, extra, argv, out, err)
-    except (CommandError, StoreError, PlotsUnavailable, BadOutput, StepsUnavailable) as error:
+    except (CommandError, StoreError, PlotsUnavailable, BadOutput, StepsUnavailable,
+            AbError) as error:  # fmt: skip
         print(f"perfgate {args.command}: error: {error}", file=err)
         return 2
     except KeyboardInterrupt:
@@ -256,9 +258,9 @@ def _run(args, extra: list[str], argv: Sequence[str], out, err) -> int:
     if args.command == "report":
         return _report(args, hardware, out, err, argv)
     if args.command == "ab":
-        return ab.run_ab(ab.options_from(args, extra), out, err)
+        return ab.run(ab.options_from(args, extra), args.out, out, err)
     if args.command == "nightly":
-        return nightly.run_nightly(nightly.options_from(args, extra), out, err)
+        return nightly.run(args, extra, out, err)
     if args.command == "dashboard":
         return run_dashboard(args, out, err)
     if args.command == "bisect":
