@@ -83,10 +83,14 @@ class Declared:
     RATIOS = "ratios"  # same-run ratios (``Ratio.as_json``) the gate judges
 
 
+RUN_FORMAT = 1  # the format of the runs this perfgate writes; older ones migrate when read
+
+
 class RunField:
     """Fields of a run's ``machine_info["perfgate"]`` (``RunField.PERFGATE``), by the plugin."""
 
     PERFGATE = "perfgate"
+    FORMAT = "format"  # RUN_FORMAT of the perfgate that wrote the run (absent: 0)
     HARDWARE_KEY = "hardware_key"  # the hardware folder the run belongs in
     SOFTWARE = "software"  # python, torch, triton, cuda, cudnn versions
     GPU_HEALTH = "gpu_health"  # available, trusted, untrusted_reasons, driver_version

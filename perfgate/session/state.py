@@ -16,6 +16,7 @@ import pytest
 
 import perfgate  # the types below by their whole names: plugin.start builds the state, and
 from perfgate import _pytest_benchmark  # this module imports nothing above it (gate, workers)
+from perfgate.fields import RUN_FORMAT, RunField
 
 
 @dataclass
@@ -45,10 +46,11 @@ class SessionState:
         from perfgate.measure import machine
 
         return {
-            "hardware_key": self.key,
-            "software": machine.software_versions(),
-            "gpu_health": machine.gpu_health() if use_cuda else {"available": False},
-            "clocks_locked": self.clocks[1],
+            RunField.FORMAT: RUN_FORMAT,
+            RunField.HARDWARE_KEY: self.key,
+            RunField.SOFTWARE: machine.software_versions(),
+            RunField.GPU_HEALTH: machine.gpu_health() if use_cuda else {"available": False},
+            RunField.CLOCKS_LOCKED: self.clocks[1],
             **(self.shard.machine_info() if self.shard else {}),
             **(self.worker.machine_info() if self.worker else {}),
         }
