@@ -22,7 +22,7 @@ from perfgate.verdict import shift as machine
 from perfgate.verdict.attribution import function_diff, profile_diff
 from perfgate.verdict.clocks import clocks_note, gpu_note
 from perfgate.verdict.launches import judge_launches
-from perfgate.verdict.noise import CaseThreshold, case_threshold, too_noisy_message
+from perfgate.verdict.noise import case_threshold, too_noisy_message
 from perfgate.verdict.outcome import GateResult, Verdict, decide
 from perfgate.verdict.pairing import (
     declarations_of,
@@ -100,9 +100,15 @@ def _verdict_of(e: Evidence, thresholds: Thresholds) -> GateResult:
         return GateResult(verdict=Verdict.NOT_GATED, message=f"not gated: {message}",
                           comparison=comparison, reason=reason, **row)  # fmt: skip
     judged = _with_comparisons(judged, e, None)
-    if case.too_noisy:
-        return _too_noisy(judged, case, e, row)
     decision = decide(judged)
+    if case.too_noisy:  # judged at the loose threshold its noise needs: past it, a verdict
+        if not (decision.verdict.slower or decision.verdict is Verdict.IMPROVEMENT):
+            message = too_noisy_message(case, None if e.paired else now, paired=bool(e.paired))
+            return GateResult(verdict=Verdict.NOT_GATED, message=f"not gated: {message}",
+                              comparison=decision.comparison, reason=Reason.TOO_NOISY,
+                              **row)  # fmt: skip
+        loose = f" (past even the {case.value:.1%} that its noise needs)"
+        decision = replace(decision, message=decision.message + loose)
     details: tuple[str, ...] = ()
     shift = None
     if e.shift and decision.verdict.slower:
@@ -168,21 +174,6 @@ def _not_gated(e: Evidence) -> tuple[Reason, str] | None:
         counts = f"{len(before.samples)} baseline and {len(now.samples)} current rounds"
         return Reason.TOO_FEW_ROUNDS, f"{TOO_FEW_ROUNDS} ({counts}, needs {MIN_ROUNDS} a side)"
     return None
-
-
-def _too_noisy(judged: Case, case: CaseThreshold, e: Evidence, row: dict) -> GateResult:
-    """A case whose noise needs a threshold past the ceiling is judged at that loose threshold:
-    a change past it is a verdict like any other (a slowdown past it fails); only a change
-    within it is "too noisy", with which side was noisy and what to do."""
-    decision = decide(judged)
-    current_noise = None if e.paired else e.now
-    if decision.verdict.slower or decision.verdict is Verdict.IMPROVEMENT:
-        message = f"{decision.message} (past even the {case.value:.1%} that its noise needs)"
-        return GateResult(verdict=decision.verdict, message=message,
-                          comparison=decision.comparison, **row)  # fmt: skip
-    message = too_noisy_message(case, current_noise, paired=bool(e.paired))
-    return GateResult(verdict=Verdict.NOT_GATED, message=f"not gated: {message}",
-                      comparison=decision.comparison, reason=Reason.TOO_NOISY, **row)  # fmt: skip
 
 
 def _judge_counts(case: Case, family: str | None) -> GateResult:

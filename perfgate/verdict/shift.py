@@ -1,10 +1,11 @@
-"""A machine-wide shift: when most of a session's cases ran slower than their baseline, past their
-own thresholds, the machine ran slower (a busy shared runner, another job beside it), not every
-case's code. Each case is then judged against that shift as well: it is a regression only when
-it is slower past its threshold both against the baseline and against the shift, with the
-threshold against the shift at least the spread of the cases' own changes (a case must stand out
-from the others). A real slowdown of one case among many still fails; a change that slows most
-cases alike reads as a shift (count instructions to see such a change: they do not shift).
+"""A machine-wide shift: when most of a session's cases ran slower than their baseline (so many
+that chance cannot explain it: a one-sided sign test), the machine ran slower (a busy shared
+runner, another job beside it), not every case's code. Each case is then judged against that
+shift as well: it is a regression only when it is slower past its threshold both against the
+baseline and against the shift, with the threshold against the shift at least the spread of the
+cases' own changes (a case must stand out from the others). A real slowdown of one case among
+many still fails; a change that slows most cases alike reads as a shift (count instructions to
+see such a change: they do not shift).
 
 The rule, its constants and its false-alarm and miss rates come from simulations
 (``tools/shift_simulation.py``, ``tests/test_verdict_shift.py``) and loaded-machine runs
@@ -17,13 +18,14 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import binomtest
 
 from perfgate.stats import Comparison
 from perfgate.verdict.outcome import GateResult
 from perfgate.verdict.reason import Reason
 
-MIN_CASES = 6  # fewer cases than this cannot tell the machine from the code
-MOST = 0.5  # a shift: more than this share of the cases moved past their thresholds
+MIN_CASES = 8  # fewer cases than this cannot tell the machine from the code
+SIGN_ALPHA = 0.01  # a shift: this few sessions of unchanged, unshifted cases would look so
 SPREAD_MULTIPLIER = 3.0  # against the shift, a case must stand out by 3 spreads of the changes
 MAD_TO_SIGMA = 1.4826  # the median absolute deviation of a normal sample, in standard deviations
 
@@ -32,7 +34,7 @@ MAD_TO_SIGMA = 1.4826  # the median absolute deviation of a normal sample, in st
 class Shift:
     """The session's shift: ``factor`` the median current/baseline ratio of its timed cases,
     ``spread`` the robust standard deviation of their log ratios, ``moved`` of ``cases``
-    slower past their thresholds."""
+    slower than their baseline."""
 
     factor: float
     spread: float
@@ -46,7 +48,7 @@ class Shift:
     def describe(self) -> str:
         return (
             f"the machine ran slower in this session: {self.moved} of {self.cases} timed cases "
-            f"were slower past their thresholds, by {self.factor - 1:+.1%} at the median (spread "
+            f"were slower than their baseline, by {self.factor - 1:+.1%} at the median (spread "
             f"of their changes {self.spread:.1%}); each case is also judged against that shift"
         )
 
@@ -69,20 +71,20 @@ def _timed(result: GateResult) -> bool:
     c = result.comparison
     if c is None or c.paired or result.gated_on is not None:
         return False
-    return result.verdict.gated or result.reason is Reason.NOT_SIGNIFICANT
+    return result.verdict.gated or result.reason in (Reason.NOT_SIGNIFICANT, Reason.TOO_NOISY)
 
 
 def detect(results: list[GateResult]) -> Shift | None:
     """The session's shift from the first-pass verdicts of its cases, or None: at least
-    MIN_CASES timed cases, more than MOST of them slower past their thresholds (significant or
-    not), and a median ratio above 1."""
+    MIN_CASES timed cases, so many of them slower than their baseline that a sign test rejects
+    "each as likely faster as slower" at SIGN_ALPHA, and a median ratio above 1."""
     timed = [r for r in results if _timed(r)]
     if len(timed) < MIN_CASES:
         return None
     logs = np.log([r.comparison.ratio for r in timed])
     center = float(np.median(logs))
-    moved = sum(r.verdict.slower or r.reason is Reason.NOT_SIGNIFICANT for r in timed)
-    if center <= 0.0 or moved <= MOST * len(timed):
+    moved = int(np.sum(logs > 0.0))
+    if center <= 0.0 or binomtest(moved, len(timed), 0.5, "greater").pvalue >= SIGN_ALPHA:
         return None
     spread = MAD_TO_SIGMA * float(np.median(np.abs(logs - center)))
     return Shift(math.exp(center), spread, moved, len(timed))
