@@ -31,8 +31,9 @@ CASES = [f"perf_tests/test_{f}.py::test_{f}[{p}]" for f in "abcd" for p in range
 class VirtualBlocks:
     """Runs blocks on a virtual clock: a case takes ``cost[tree][case]`` seconds a round (1 ms by
     default), times ``(1 + drift) ** slot``, where slot counts the blocks its lane ran before (a
-    steady drift, linear in time on the log scale the pairs compare on), with 1 % noise drawn from (pair, tree, case) alone. Optionally
-    interrupted at its ``stop_at``-th block, or waiting at ``barrier`` in each lane's first."""
+    steady drift, linear in time on the log scale the pairs compare on), with 1 % noise a round
+    and ``spread[case]`` a block, drawn from (pair, tree, case) alone. Optionally interrupted at
+    its ``stop_at``-th block, or waiting at ``barrier`` in each lane's first."""
 
     def __init__(self, cost: dict | None = None, drift: float = 0.0, stop_at: int | None = None,
                  barrier: threading.Barrier | None = None, spread: dict | None = None):  # fmt: skip
@@ -179,9 +180,9 @@ def test_a_journal_of_another_ab_is_not_resumed_and_an_unfinished_one_not_droppe
 # --- lanes: one per GPU ------------------------------------------------------------------------
 @pytest.mark.parametrize("count", [1, 2, 4, 8])
 def test_each_case_keeps_its_gpu_and_the_gpus_run_at_once(tmp_path, count):
-    visible = ",".join(f"GPU-{i:04x}" for i in range(count))
-    devices = gpus.lanes(None if count > 1 else "1", {"CUDA_VISIBLE_DEVICES": visible})
-    assert devices == visible.split(",")
+    host = [f"GPU-{i:04x}" for i in range(count)]  # the GPUs this process may use, by UUID
+    devices = gpus.lanes(None if count > 1 else "1", found=lambda: host)
+    assert devices == (host if count > 1 else [None])
     names = [f"perf_tests/test_x.py::test_x[{i}]" for i in range(12)]
     lanes = lanes_of(names, len(devices), groups={name: name for name in names})
     assert all(lanes) and sorted(n for lane in lanes for n in lane) == sorted(names)
@@ -194,25 +195,33 @@ def test_each_case_keeps_its_gpu_and_the_gpus_run_at_once(tmp_path, count):
 
 
 @pytest.mark.parametrize(
-    "spec, environ, expected",
+    "spec, found, expected",
     [
-        (None, {}, [None]),
-        (None, {"CUDA_VISIBLE_DEVICES": "3"}, [None]),  # one GPU: nothing to spread over
-        ("auto", {"CUDA_VISIBLE_DEVICES": "3,5"}, ["3", "5"]),
-        ("2", {}, ["0", "1"]),
-        ("1", {"CUDA_VISIBLE_DEVICES": "GPU-a,GPU-b"}, ["GPU-a"]),
-        ("0,2", {}, ["0", "2"]),
+        (None, [], [None]),
+        (None, ["GPU-3"], [None]),  # one GPU: nothing to spread over
+        ("auto", ["GPU-3", "GPU-5"], ["GPU-3", "GPU-5"]),
+        ("2", [], ["0", "1"]),  # no NVML: CUDA's first two
+        ("1", ["GPU-a", "GPU-b"], ["GPU-a"]),
+        ("0,2", ["GPU-a"], ["0", "2"]),
     ],
 )
-def test_the_gpus_to_spread_over(spec, environ, expected):
-    assert gpus.lanes(spec, environ) == expected
+def test_the_gpus_to_spread_over(spec, found, expected):
+    assert gpus.lanes(spec, found=lambda: found) == expected
 
 
-@pytest.mark.parametrize("spec, words", [("0", "give 1 or more"), ("3", "lists 2"),
+def test_without_nvml_the_gpus_are_cuda_visible_devices(monkeypatch):
+    from perfgate.measure import gpu
+
+    monkeypatch.setattr(gpu, "usable_gpus", lambda: [])
+    assert gpus.usable({"CUDA_VISIBLE_DEVICES": "2, 3"}) == ["2", "3"]
+    assert gpus.lanes(None, {"CUDA_VISIBLE_DEVICES": "2,3"}) == ["2", "3"]
+
+
+@pytest.mark.parametrize("spec, words", [("0", "give 1 or more"), ("3", "may use 2 GPUs"),
                                          ("0,0", "distinct")])  # fmt: skip
 def test_gpus_that_cannot_be_given_are_one_line(spec, words):
     with pytest.raises(AbError, match=words):
-        gpus.lanes(spec, {"CUDA_VISIBLE_DEVICES": "0,1"})
+        gpus.lanes(spec, found=lambda: ["GPU-a", "GPU-b"])
 
 
 def test_a_block_process_sees_its_gpu_and_no_xdist_worker(monkeypatch, tmp_path):

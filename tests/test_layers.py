@@ -17,8 +17,13 @@ MAX_LINES = 300
 # stage -> the stages (and outside modules) it must never import. ab/ (the A/B and the nightly)
 # sits beside cli/: it runs child processes and uses store, verdict and report; only cli/ uses it.
 NEVER = {
-    "measure": ("perfgate.verdict", "perfgate.report", "perfgate.cli", "perfgate.store",
-                "perfgate.ab"),  # fmt: skip
+    "measure": (
+        "perfgate.verdict",
+        "perfgate.report",
+        "perfgate.cli",
+        "perfgate.store",
+        "perfgate.ab",
+    ),  # fmt: skip
     "verdict": (
         "perfgate.measure",
         "perfgate.store",
@@ -30,8 +35,13 @@ NEVER = {
         "pytest",
         "torch",
     ),  # fmt: skip
-    "store": ("perfgate.verdict", "perfgate.report", "perfgate.cli", "perfgate.plugin",
-              "perfgate.ab"),  # fmt: skip
+    "store": (
+        "perfgate.verdict",
+        "perfgate.report",
+        "perfgate.cli",
+        "perfgate.plugin",
+        "perfgate.ab",
+    ),  # fmt: skip
     "report": ("perfgate.cli", "perfgate.plugin", "perfgate.ab", "pytest"),
     "session": ("perfgate.ab", "perfgate.cli"),
     "ab": ("perfgate.cli", "perfgate.plugin", "perfgate.session", "torch"),

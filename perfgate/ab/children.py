@@ -15,7 +15,9 @@ from perfgate.ab import AbError
 XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
 SERVER = Path(__file__).with_name("server.py")
 # run by path, not imported: a tree under test may hold a perfgate of its own (A's is older)
-BOOT = "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+BOOT = (
+    "import runpy, sys; sys.argv[:2] = sys.argv[1:2]; runpy.run_path(sys.argv[0], None, '__main__')"
+)
 
 
 def git(root: Path, *arguments: str) -> str:

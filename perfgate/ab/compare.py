@@ -106,6 +106,7 @@ def run_ab(options: AbOptions, err, cwd: Path | None = None,
     trees.refuse_the_tree_under_test(root, commit, options.base_ref, options.outputs)
     journal.check_start(options.journal, options.resume)
     tree = trees.state(root, options.outputs)
+    options.journal.mkdir(parents=True, exist_ok=True)
     with trees.base_worktree(root, commit) as base:
         processes = Processes({A: base, B: root}, options.gpus, options.journal,
                               options.pytest_args)  # fmt: skip

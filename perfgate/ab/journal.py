@@ -47,7 +47,6 @@ def check_start(folder: Path, resume: bool) -> None:
     if not resume and lines and not any(line.get("complete") for line in lines):
         raise AbError(f"{folder} holds an unfinished A/B: continue it with --resume, or remove "
                       "that folder to start over")  # fmt: skip
-    folder.mkdir(parents=True, exist_ok=True)
 
 
 class Journal:
@@ -69,6 +68,7 @@ class Journal:
                               "cases or blocks); remove that folder and run without --resume "
                               "to start over")  # fmt: skip
             return cls(folder, plan, [_entry(folder, line) for line in lines[1:] if "pair" in line])
+        folder.mkdir(parents=True, exist_ok=True)
         for old in [folder / NAME, *folder.glob("lane*-pair*")]:
             old.unlink(missing_ok=True)
         journal = cls(folder, plan, [])

@@ -109,6 +109,7 @@ def check_before_work(options: NightlyOptions, root: Path) -> list[gate_rows.Gat
     """What can be refused before anything runs: a --base-ref that is the tree under test, an
     unfinished A/B (without --resume), a shard that names no part, several GPUs without
     pytest-xdist, and gate.json when it is read rather than made. Its rows when read."""
+    rows = read_gate(options.results) if options.confirm_only or options.resume else None
     if options.base_ref:
         commit = trees.resolve_commit(root, options.base_ref, "--base-ref")
         trees.refuse_the_tree_under_test(root, commit, options.base_ref, options.results)
@@ -117,7 +118,7 @@ def check_before_work(options: NightlyOptions, root: Path) -> list[gate_rows.Gat
     if "-n" in stored_comparison_command(options) and not importlib.util.find_spec("xdist"):
         raise AbError(f"{len(options.gpus)} GPUs: the stored comparison runs one pytest-xdist "
                       "worker per GPU: pip install pytest-xdist, or give --gpus 1")  # fmt: skip
-    return read_gate(options.results) if options.confirm_only or options.resume else None
+    return rows
 
 
 def base_commit(options: NightlyOptions, root: Path) -> str:

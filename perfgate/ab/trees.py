@@ -29,7 +29,9 @@ def resolve_commit(root: Path, ref: str, what: str = "BASE_REF") -> str:
     try:
         return git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     except AbError:
-        raise AbError(f"{what} {ref!r} names no commit in {root}; give a commit or branch") from None
+        raise AbError(
+            f"{what} {ref!r} names no commit in {root}; give a commit or a branch"
+        ) from None
 
 
 def untracked(root: Path, outputs: Path | None = None) -> list[str]:

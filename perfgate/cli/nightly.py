@@ -17,9 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfgate.ab import fanin, gpus, night
+from perfgate.benchmark import Run
 from perfgate.cli.ab import add_run_options, test_paths, time_limit
 from perfgate.cli.guard import CommandError
-from perfgate.benchmark import Run
 from perfgate.cli.runs import Hardware
 
 

@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from perfgate.progress import Progress
 from perfgate.report.common import file_stem, slug
 from perfgate.report.dashboard_page import benchmark_page, page, step_cell, table
 from perfgate.report.tables import MISSING, fmt_time
@@ -109,11 +110,14 @@ def _index(sections: list[tuple[str, str, list[list[str]]]], open_steps: list[st
     return page("perfgate dashboard", "\n".join(body))
 
 
-def _write_pages(out: Path, hardware: str, runs: Sequence, open_steps: list[str]) -> dict:
+def _write_pages(out: Path, hardware: str, runs: Sequence, open_steps: list[str], err) -> dict:
     """One page per benchmark of a hardware; returns the index rows by experiment and adds
     each series whose newest step is a slowdown to ``open_steps``."""
     families: dict[str, list[list[str]]] = {}
-    for fullname in benchmark_names(runs):
+    names = benchmark_names(runs)
+    progress = Progress(len(names), f"{hardware}: pages", err, lines=False)  # terminal only
+    for fullname in names:
+        progress.step()
         steps = changepoints.steps(runs, fullname)
         target = out / page_path(hardware, fullname)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -124,6 +128,7 @@ def _write_pages(out: Path, hardware: str, runs: Sequence, open_steps: list[str]
         if steps and steps[-1].after > steps[-1].before:
             link = f"<a href='{page_path(hardware, fullname)}'>{html.escape(fullname)}</a>"
             open_steps.append(f"{link}: {step_cell(steps[-1])}")
+    progress.close()
     return families
 
 
@@ -149,7 +154,7 @@ def _write_site(out: Path, grouped: dict, extra: Sequence[Path], err) -> list:
     for hardware, runs in grouped.items():
         if err is not None:
             print(f"{hardware}: {len(runs)} runs", file=err, flush=True)
-        families = _write_pages(out, hardware, runs, open_steps)
+        families = _write_pages(out, hardware, runs, open_steps, err)
         sections += [(hardware, family, rows) for family, rows in families.items()]
         if since is not None:
             found = changepoints.new_steps(runs, since, run_schema.recorded_at)

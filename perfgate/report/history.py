@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.benchmark import Run, describe_changes, environment_changes
+from perfgate.progress import Progress
 from perfgate.report.common import matches
 from perfgate.report.tables import MISSING, fmt_time, render
 from perfgate.verdict.steps import steps_text
@@ -114,7 +115,9 @@ def history_text(
     if not names:
         return f"no benchmark matches '{pattern}' in {len(runs)} runs\n"
     blocks, views = [], list(runs)
+    progress = Progress(len(names), "history", err, lines=False)  # a bar on a terminal only
     for number, fullname in enumerate(names):
+        progress.step()
         rows = history(runs, fullname)
         title = f"## {fullname}" if markdown else fullname
         blocks += [title, "", _history_table(rows, markdown), "", steps_text(views, fullname), ""]
@@ -126,5 +129,6 @@ def history_text(
             f"{len(names) - max_plots} more benchmarks matched and were not plotted "
             f"(--max-plots {max_plots}); narrow PATTERN or raise --max-plots"
         )
+    progress.close()
     changed = "* environment changed since the previous run"
     return "\n".join([*blocks, changed, ""])
