@@ -247,3 +247,52 @@ def test_the_gate_names_the_ab_command_for_its_regressions():
         "ab 0123456789ab --tests bench tests/more -k 'test_attention or test_dequantize'"
     )
     assert ab_hint(set(), "0123456789abcdef") is None and ab_hint(regressed, None) is None
+
+
+GPU_BENCHMARKS = """
+import os
+from virtual_clock import work
+
+def record(benchmark):
+    benchmark.extra_info["visible"] = os.environ.get("CUDA_VISIBLE_DEVICES")
+    benchmark.pedantic(work, rounds=5, iterations=1, warmup_rounds=0)
+""" + "".join(f"\ndef test_{name}(benchmark):\n    record(benchmark)\n" for name in "abcd")
+
+
+def test_each_gpu_gets_a_block_process_per_tree_and_a_case_keeps_its_gpu(repo, tmp_path):
+    (repo / "perf_tests" / "test_work.py").write_text(GPU_BENCHMARKS)
+    commit(repo, "four cases")
+    (repo / "README").write_text("docs only")
+    commit(repo, "docs")
+    out_file = tmp_path / "ab.json"
+    status, out, err = perfgate("ab", "HEAD~1", "--blocks", "2", "--gpus", "GPU-aa,GPU-bb",
+                                "--out", str(out_file), "--", AB_CLOCK)  # fmt: skip
+    assert status == 0, out + err
+    assert json.loads(out_file.read_text())["lanes"] == 2 and len(results(out_file)) == 4
+    seen: dict[str, set] = {}
+    for report in (tmp_path / "ab-blocks").glob("lane*-pair*-*.json"):
+        lane = int(report.name[4])
+        for entry in json.loads(report.read_text())["benchmarks"]:
+            visible = entry["extra_info"]["visible"]
+            assert visible == ["GPU-aa", "GPU-bb"][lane]  # the block process's own GPU
+            seen.setdefault(entry["fullname"], set()).add((report.name[-6], visible))
+    assert len(seen) == 4 and {v for cases in seen.values() for _, v in cases} == {"GPU-aa",
+                                                                                   "GPU-bb"}
+    for ran in seen.values():  # A and B of a case on one GPU
+        assert {tree for tree, _ in ran} == {"A", "B"} and len({gpu for _, gpu in ran}) == 1
+
+
+def test_an_ab_that_gated_nothing_cannot_pass(repo, tmp_path, monkeypatch):
+    # issue 33: perfgate ab exited 0 with every case "not gated" (the gate exits 6 on that), and
+    # printed "not gated: not gated:"
+    from perfgate.ab import compare
+    from perfgate.verdict import Verdict
+    from perfgate.verdict.outcome import GateResult
+    from perfgate.verdict.reason import Reason
+
+    noisy = GateResult("perf_tests/test_work.py::test_work", Verdict.NOT_GATED,
+                       "not gated: too noisy to decide", reason=Reason.TOO_NOISY)  # fmt: skip
+    monkeypatch.setattr(compare, "run_ab", lambda options, err: compare.AbRun("c" * 40, [noisy]))
+    status, out, err = perfgate("ab", "HEAD~1", "--out", str(tmp_path / "ab.json"))
+    assert status == 6 and "no case was gated" in err
+    assert "test_work: not gated: too noisy to decide" in out and "not gated: not gated" not in out

@@ -341,3 +341,16 @@ def test_a_time_limited_night_says_what_remains_and_exits_75(repo, tmp_path):
                               "--base-ref", "HEAD~1", "--", CLOCK)  # fmt: skip
     assert status == 0, err
     assert verdicts(results)[WORK]["verdict"] == "unchanged"
+
+
+def test_several_gpus_run_the_stored_comparison_one_xdist_worker_each():
+    from perfgate.ab.children import environment
+    from perfgate.ab.night import NightlyOptions, stored_comparison_command
+
+    two = NightlyOptions(gpus=["GPU-a", "GPU-b"], tests=["perf_tests"])
+    command = stored_comparison_command(two)
+    assert command[0] == "perf_tests" and command[command.index("-n") + 1] == "2"
+    assert "-n" not in stored_comparison_command(NightlyOptions())  # one GPU: no workers
+    given = NightlyOptions(gpus=["GPU-a", "GPU-b"], pytest_args=["-n", "1"])
+    assert stored_comparison_command(given).count("-n") == 1  # the user's own -n is kept
+    assert environment(gpu="GPU-a,GPU-b")["CUDA_VISIBLE_DEVICES"] == "GPU-a,GPU-b"

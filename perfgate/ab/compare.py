@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -74,9 +75,32 @@ class Processes:
                                                       self.folder)  # fmt: skip
         return self.processes[key]
 
-    def collect(self, label: str, selection: list[str]) -> list[str]:
-        log = self.folder / f"collect-{label}.log"
-        return blocks.collect(self._process(0, label), selection, self.pytest_args, log)
+    def collect(self, selection: list[str]) -> dict[str, set[str]]:
+        """The node ids each tree collects with ``selection`` (test paths, -k), in the first
+        lane's processes, both at once."""
+        found = self._at_once([(0, label, selection) for label in self.trees])
+        return dict(zip(self.trees, found, strict=True))
+
+    def warm(self, lanes: list[list[str]]) -> None:
+        """Start the other lanes' processes and import what their cases import (a collection
+        of them), all at once, before any block is timed."""
+        self._at_once([(lane, label, cases) for lane, cases in enumerate(lanes) if lane and cases
+                       for label in self.trees])  # fmt: skip
+
+    def _at_once(self, jobs: list[tuple[int, str, list[str]]]) -> list[set[str]]:
+        def collect(job: tuple[int, str, list[str]]) -> set[str]:
+            lane, label, selection = job
+            log = self.folder / f"collect-lane{lane}-{label}.log"
+            process = self._process(lane, label)
+            return set(blocks.collect(process, selection, self.pytest_args, log))
+
+        for lane, label, _ in jobs:
+            self._process(lane, label)  # made here: the threads only use them
+        pool = ThreadPoolExecutor(max_workers=max(len(jobs), 1))
+        try:
+            return list(pool.map(collect, jobs))
+        finally:  # an interrupt: run_ab kills the processes, which ends the threads
+            pool.shutdown(wait=False)
 
     def run(self, block: Block, report: Path, log: Path) -> Run:
         process = self._process(block.lane, block.label)
@@ -112,12 +136,15 @@ def run_ab(options: AbOptions, err, cwd: Path | None = None,
                               options.pytest_args)  # fmt: skip
         try:
             return _run(options, processes, commit, tree, err, clock)
+        except BaseException:
+            processes.stop()
+            raise
         finally:
             processes.close()
 
 
 def _run(options: AbOptions, processes, commit: str, tree: str, err, clock) -> AbRun:
-    collected = {label: set(processes.collect(label, options.selection)) for label in (A, B)}
+    collected = processes.collect(options.selection)
     wanted = set(options.wanted) if options.wanted is not None else collected[A] | collected[B]
     both = sorted(collected[A] & collected[B] & wanted)
     only = {label: sorted((wanted & collected[label]) - collected[other])
@@ -130,6 +157,7 @@ def _run(options: AbOptions, processes, commit: str, tree: str, err, clock) -> A
             "pytest_args": options.pytest_args,
             "rounds_per_block": options.rounds_per_block}  # fmt: skip
     kept = journal.Journal.open(options.journal, plan, options.resume)
+    processes.warm(lanes)
     used = sum(1 for cases in lanes if cases)
     print(
         f"A/B of {len(both)} cases on {used} GPU lane(s), {options.blocks} counterbalanced "
