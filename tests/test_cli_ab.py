@@ -276,8 +276,10 @@ def test_each_gpu_gets_a_block_process_per_tree_and_a_case_keeps_its_gpu(repo, t
             visible = entry["extra_info"]["visible"]
             assert visible == ["GPU-aa", "GPU-bb"][lane]  # the block process's own GPU
             seen.setdefault(entry["fullname"], set()).add((report.name[-6], visible))
-    assert len(seen) == 4 and {v for cases in seen.values() for _, v in cases} == {"GPU-aa",
-                                                                                   "GPU-bb"}
+    assert len(seen) == 4 and {v for cases in seen.values() for _, v in cases} == {
+        "GPU-aa",
+        "GPU-bb",
+    }
     for ran in seen.values():  # A and B of a case on one GPU
         assert {tree for tree, _ in ran} == {"A", "B"} and len({gpu for _, gpu in ran}) == 1
 
