@@ -229,3 +229,11 @@ def test_a_block_process_sees_its_gpu_and_no_xdist_worker(monkeypatch, tmp_path)
     env = environment(tmp_path, "GPU-0001")
     assert env["CUDA_VISIBLE_DEVICES"] == "GPU-0001" and "PYTEST_XDIST_WORKER" not in env
     assert env["PYTHONPATH"].split(":")[0] == str(tmp_path)
+
+
+def test_a_block_runs_its_own_cases_in_its_own_process():
+    from perfgate.ab.blocks import block_arguments
+
+    given = ["--device", "cuda", "--perf-shard", "1/2", "-n", "2", "--perf-tier=full", "-n4",
+             "--numprocesses=auto", "--dist", "loadgroup", "--perf-shard=2/3", "-nauto", "-k", "x"]
+    assert block_arguments(given) == ["--device", "cuda", "--perf-tier=full", "-k", "x"]

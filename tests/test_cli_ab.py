@@ -77,12 +77,16 @@ def test_a_commit_that_doubles_the_cost_is_a_regression(repo, tmp_path):
     (repo / "cost.txt").write_text("0.002")
     commit(repo, "twice the cost")
     out_file = tmp_path / "ab.json"
-    status, out, _ = perfgate(
+    status, out, err = perfgate(
         "ab", "HEAD~1", "--blocks", "3", "--out", str(out_file), "--", AB_CLOCK
     )
     assert status == 1, out
     (row,) = results(out_file).values()
     assert row["verdict"] == "regression" and 1.9 < row["ratio"] < 2.1 and row["pairs"] == 3
+    # issue 31: each block says where the A/B is: elapsed, what remains, cases decided
+    progress = [line for line in err.splitlines() if line.startswith("A/B blocks ")]
+    assert len(progress) == 6 and progress[-1].startswith("A/B blocks 6/6: pair 3 B: 1 cases")
+    assert "1 of 1 cases decided" in progress[-1] and "elapsed, about" in progress[0]
     assert "test_work: regression: slower by" in out and "1 gated (1 regression)" in out
     assert worktrees(repo) == 1  # the base worktree is gone
 

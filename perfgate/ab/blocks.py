@@ -82,7 +82,8 @@ def collect(process: BlockProcess, selection: list[str], pytest_args: list[str],
             log: Path) -> list[str]:  # fmt: skip
     """The node ids that ``selection`` (test paths, -k) and ``pytest_args`` collect in the
     process's tree; AbError when pytest cannot collect them."""
-    args = [*SESSION, "--collect-only", "-p", "no:warnings", *selection, *pytest_args]
+    args = [*SESSION, "--collect-only", "-p", "no:warnings", *selection,
+            *block_arguments(pytest_args)]  # fmt: skip
     status = process.session(args, log)
     if status == NO_TESTS_COLLECTED:
         return []
@@ -96,7 +97,7 @@ def collect(process: BlockProcess, selection: list[str], pytest_args: list[str],
 def run_block(process: BlockProcess, names: list[str], pytest_args: list[str], report: Path,
               log: Path) -> Run:  # fmt: skip
     """One block: the cases ``names`` (node ids) in one session of the process; its results."""
-    args = [*SESSION, f"--benchmark-json={report}", *pytest_args, *names]
+    args = [*SESSION, f"--benchmark-json={report}", *block_arguments(pytest_args), *names]
     status = process.session(args, log)
     if status != 0 or not report.is_file():
         raise AbError(f"a block of {process.where}: pytest exited {status}; its output is in "
@@ -107,6 +108,24 @@ def run_block(process: BlockProcess, names: list[str], pytest_args: list[str], r
         raise AbError(f"a block of {process.where}: unreadable results: {error}") from None
 
 
+# what a block session leaves out of the pytest arguments: it runs the cases it is given, in its
+# own process (a shard's part and xdist's workers are the stored comparison's)
+NOT_IN_A_BLOCK = ("--perf-shard", "-n", "--numprocesses", "--dist")
+
+
+def block_arguments(pytest_args: list[str]) -> list[str]:
+    """``pytest_args`` without ``NOT_IN_A_BLOCK``, given as ``--opt VALUE``, ``--opt=VALUE`` or
+    ``-nVALUE``."""
+    kept, values = [], iter(pytest_args)
+    for arg in values:
+        if arg in NOT_IN_A_BLOCK:
+            next(values, None)  # its value
+        elif arg.partition("=")[0] not in NOT_IN_A_BLOCK and not _WORKERS.fullmatch(arg):
+            kept.append(arg)
+    return kept
+
+
+_WORKERS = re.compile(r"-n\w+")
 _PID = re.compile(r"^\s*(?:pid\s+)?(\d+)")
 
 

@@ -104,6 +104,13 @@ class Engine:
 
     def run(self) -> Outcome:
         active = [lane for lane, cases in enumerate(self.lanes) if cases]
+        kept = sum(1 for lane, pair, _ in self.journal.entries if pair < self.pairs)
+        if kept:  # a resumed A/B: its completed blocks are not run again
+            self.progress.grow(-kept)
+            self.progress.write(
+                f"resuming: {kept} completed blocks kept from {self.journal.folder}"
+            )
+        self.decided = [decided(self.judge(self.pairs_of(lane))) for lane in range(len(self.lanes))]
         with ThreadPoolExecutor(max_workers=max(len(active), 1)) as pool:
             futures = [pool.submit(self._lane, lane) for lane in active]
             try:
@@ -140,10 +147,12 @@ class Engine:
                 self._pair(lane, pair, cases)
             again = sorted(set(undecided(self.judge(self.pairs_of(lane, self.pairs)))) & set(cases))
             if again and self.more:
-                self.progress.grow(2 * self.more)
+                more = range(self.pairs, self.pairs + self.more)
+                self.progress.grow(sum(not self.journal.done(lane, pair, label)
+                                       for pair in more for label in (A, B)))  # fmt: skip
                 self.progress.write(f"lane {lane + 1}: {len(again)} undecided, {self.more} more "
                                     "block pairs for them")  # fmt: skip
-                for pair in range(self.pairs, self.pairs + self.more):
+                for pair in more:
                     self._pair(lane, pair, again)
         except _Deadline as stop:
             self.remaining[lane] = list(stop.args[0])
