@@ -6,11 +6,10 @@ night incomplete. The shards must be the N parts of one split, each once."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from perfgate.ab import AbError
-from perfgate.ab.night import verdict_status, write
+from perfgate.ab.night import read_verdicts, verdict_status, write
 from perfgate.report.nightly import markdown
 from perfgate.verdict import nightly as policy
 
@@ -24,13 +23,9 @@ class ShardsRefused(AbError):
 
 def read_night(folder: Path) -> policy.Night:
     path = folder / VERDICTS
-    try:
-        return policy.from_json(json.loads(path.read_text(encoding="utf-8")))
-    except FileNotFoundError:
-        raise ShardsRefused(f"{path} is missing: that shard's nightly did not finish (see its "
-                            "job); run it again") from None  # fmt: skip
-    except (ValueError, UnicodeDecodeError) as error:  # RowsError is a ValueError
-        raise AbError(f"{path} is not a nightly's verdicts ({error})") from None
+    missing = ShardsRefused(f"{path} is missing: that shard's nightly did not finish (see its "
+                            "job); run it again")  # fmt: skip
+    return read_verdicts(path, policy.from_json, missing, "a nightly's verdicts")
 
 
 def merged(nights: dict[Path, policy.Night]) -> policy.Night:

@@ -79,15 +79,22 @@ def failing_tests(junit: Path) -> int:
     return sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
 
 
+def read_verdicts(path: Path, parse: Callable, missing: AbError, what: str):
+    """``parse`` of the JSON in ``path``: ``missing`` when there is none, an AbError saying it is
+    not ``what`` when it cannot be read."""
+    try:
+        return parse(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise missing from None
+    except (ValueError, UnicodeDecodeError) as error:  # RowsError is a ValueError
+        raise AbError(f"{path} is not {what} ({error})") from None
+
+
 def read_gate(results: Path) -> list[gate_rows.GateRow]:
     path = results / "gate.json"
-    try:
-        return gate_rows.from_json(json.loads(path.read_text(encoding="utf-8")))
-    except FileNotFoundError:
-        raise AbError(f"{path} is missing: run the stored comparison first (without "
-                      "--confirm-only or --resume)") from None  # fmt: skip
-    except (ValueError, UnicodeDecodeError) as error:  # RowsError is a ValueError
-        raise AbError(f"{path} is not the gate's JSON ({error}); run the gate again") from None
+    missing = AbError(f"{path} is missing: run the stored comparison first (without "
+                      "--confirm-only or --resume)")  # fmt: skip
+    return read_verdicts(path, gate_rows.from_json, missing, "the gate's JSON: run the gate again")
 
 
 def shard_of(pytest_args: list[str]) -> str | None:
