@@ -197,7 +197,7 @@ def verdicts(outcome: Outcome, cases: list[str], judged, commit: str, stopped: s
     seen = {r.name for r in results}
     for name in cases:
         if name not in seen:
-            message = f"not gated: the A/B stopped ({stopped}) before its first block pair"
+            message = f"not gated: stopped ({stopped}) before its first block pair"
             results.append(GateResult(name, Verdict.NOT_GATED, message,
                                       reason=Reason.TOO_FEW_ROUNDS))  # fmt: skip
     results.sort(key=lambda r: (list(Verdict).index(r.verdict), r.name))
