@@ -354,3 +354,15 @@ def test_several_gpus_run_the_stored_comparison_one_xdist_worker_each():
     given = NightlyOptions(gpus=["GPU-a", "GPU-b"], pytest_args=["-n", "1"])
     assert stored_comparison_command(given).count("-n") == 1  # the user's own -n is kept
     assert environment(gpu="GPU-a,GPU-b")["CUDA_VISIBLE_DEVICES"] == "GPU-a,GPU-b"
+
+
+def test_a_night_on_the_baselines_own_code_is_an_honest_a_a(repo, tmp_path):
+    # no commit since the baseline: the stored comparison's flag cannot be the code's
+    base = git(repo, "rev-parse", "HEAD").strip()
+    baseline = tmp_path / "0001_base.json"
+    write_baseline(baseline, base)
+    results = tmp_path / "results"
+    write_gate(results, row(verdict="unconfirmed", change=5.0))
+    status, out, err = nightly(results, "--baseline", str(baseline))
+    assert status == 0, out + err
+    assert verdicts(results)[WORK]["verdict"] == "unchanged"

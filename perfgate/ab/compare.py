@@ -43,6 +43,7 @@ class AbOptions:
     wanted: list[str] | None = None  # only these cases (the nightly's); None: all collected
     costs: dict[str, float] | None = None  # seconds a case takes, to balance the GPUs
     groups: dict[str, str] | None = None  # cases that must share a session (ratio partners)
+    same_allowed: bool = False  # A may be the tree under test (the nightly's baseline commit)
 
 
 @dataclass
@@ -127,7 +128,8 @@ def run_ab(options: AbOptions, err, cwd: Path | None = None,
     options = replace(options, journal=options.journal.resolve(), outputs=options.outputs.resolve())
     root = trees.repository_root(Path(cwd or Path.cwd()))
     commit = trees.resolve_commit(root, options.base_ref)
-    trees.refuse_the_tree_under_test(root, commit, options.base_ref, options.outputs)
+    if not options.same_allowed:
+        trees.refuse_the_tree_under_test(root, commit, options.base_ref, options.outputs)
     journal.check_start(options.journal, options.resume)
     tree = trees.state(root, options.outputs)
     options.journal.mkdir(parents=True, exist_ok=True)

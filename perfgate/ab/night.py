@@ -188,6 +188,7 @@ def ab_options(options: NightlyOptions, commit: str, names: list[str]) -> AbOpti
         options.journal, options.gpus, options.resume, options.deadline, names,
         sharding.durations(stored) if stored else None,
         ratio_groups(stored, names) if stored else None,
+        same_allowed=True,  # --base-ref was checked before any work; the baseline's may be B
     )  # fmt: skip
 
 
