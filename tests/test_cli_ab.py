@@ -302,3 +302,44 @@ def test_an_ab_that_gated_nothing_cannot_pass(repo, tmp_path, monkeypatch):
     status, out, err = perfgate("ab", "HEAD~1", "--out", str(tmp_path / "ab.json"))
     assert status == 6 and "no case was gated" in err
     assert "test_work: not gated: too noisy to decide" in out and "not gated: not gated" not in out
+
+
+# Every pytest session (a block, or a collection) on this machine runs 4 % slower than the one
+# before: a counter shared by both trees' processes, named by PERFGATE_TEST_SESSIONS.
+DRIFT_CONFTEST = """
+import os
+from pathlib import Path
+
+def pytest_sessionstart(session):
+    counter = Path(os.environ["PERFGATE_TEST_SESSIONS"])
+    sessions = int(counter.read_text()) + 1 if counter.exists() else 0
+    counter.write_text(str(sessions))
+"""
+DRIFTING_CLOCK = VIRTUAL_CLOCK.replace(
+    "now += cost",
+    "now += 1.04 ** int(Path(os.environ['PERFGATE_TEST_SESSIONS']).read_text()) * cost",
+).replace("import random", "import os, random")
+
+
+@pytest.mark.parametrize("order", ["A B, A B (before)", "A B, B A"])
+def test_a_drift_in_time_is_a_regression_in_the_old_order_only(repo, tmp_path, monkeypatch, order):
+    (repo / "conftest.py").write_text(DRIFT_CONFTEST)
+    (repo / "virtual_clock.py").write_text(DRIFTING_CLOCK)
+    commit(repo, "a machine that slows down")
+    (repo / "README").write_text("docs only")
+    commit(repo, "docs")
+    monkeypatch.setenv("PERFGATE_TEST_SESSIONS", str(tmp_path / "sessions"))
+    if order.endswith("(before)"):
+        from perfgate.ab import engine
+
+        monkeypatch.setattr(engine, "pair_order", lambda pair: ("A", "B"))
+        monkeypatch.setattr(engine, "b_first", lambda pair: False)
+    out_file = tmp_path / "ab.json"
+    status, out, err = perfgate("ab", "HEAD~1", "--blocks", "4", "--threshold", "2%",
+                                "--out", str(out_file), "--", AB_CLOCK)  # fmt: skip
+    (row,) = results(out_file).values()
+    if order.endswith("(before)"):  # B ran after A in every pair: 4 % slower, falsely
+        assert status == 1 and row["verdict"] == "regression" and row["ratio"] > 1.03, out
+    else:  # the drift cancels across the two orders
+        assert status in (0, 6) and row["verdict"] != "regression", out + err
+        assert abs(row["ratio"] - 1) < 0.01
