@@ -234,6 +234,21 @@ def test_a_block_process_sees_its_gpu_and_no_xdist_worker(monkeypatch, tmp_path)
 def test_a_block_runs_its_own_cases_in_its_own_process():
     from perfgate.ab.blocks import block_arguments
 
-    given = ["--device", "cuda", "--perf-shard", "1/2", "-n", "2", "--perf-tier=full", "-n4",
-             "--numprocesses=auto", "--dist", "loadgroup", "--perf-shard=2/3", "-nauto", "-k", "x"]
+    given = [
+        "--device",
+        "cuda",
+        "--perf-shard",
+        "1/2",
+        "-n",
+        "2",
+        "--perf-tier=full",
+        "-n4",
+        "--numprocesses=auto",
+        "--dist",
+        "loadgroup",
+        "--perf-shard=2/3",
+        "-nauto",
+        "-k",
+        "x",
+    ]
     assert block_arguments(given) == ["--device", "cuda", "--perf-tier=full", "-k", "x"]
