@@ -110,7 +110,9 @@ def test_without_pytest_benchmark_nothing_breaks(project):
 def test_asked_gate_uses_the_projects_storage_and_paths(project, monkeypatch):
     result = run(project, "--perf-gate", "test_bench.py")
     assert result.ret == GATE_NOT_RUN, output_of(result)
-    assert "record one with `pytest test_bench.py --perf-gate --benchmark-save=NAME`" in output_of(result)
+    assert "record one with `pytest test_bench.py --perf-gate --benchmark-save=NAME`" in output_of(
+        result
+    )
 
     assert run(project, "--benchmark-autosave").ret == 0  # pytest-benchmark's own run
     project.makepyfile(test_no_torch=NO_TORCH)
