@@ -136,6 +136,16 @@ def test_exit_codes_come_from_the_code():
         assert f"\n| {status} |" in reference, f"exit {status} is not in the table"
 
 
+def statuses(table_text: str) -> set[int]:
+    return {int(n) for n in re.findall(r"^\| (\d+) \|", table_text, re.MULTILINE)}
+
+
+def test_the_readmes_exit_codes_are_the_references():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    assert statuses(table) == statuses(page("exit-codes.md"))
+
+
 def test_every_generated_section_is_on_a_page_and_every_marker_names_one():
     pages = [path.read_text(encoding="utf-8") for path in DOCS.rglob("*.md")]
     used = {name for text in pages for name in docs_reference.MARKER.findall(text)}
