@@ -121,8 +121,12 @@ def test_every_stored_field_is_in_the_reference():
     from perfgate import fields
 
     reference = page("runs.md")
-    stored = [value for cls in (fields.Field, fields.RunField, fields.Declared, fields.Clock)
-              for name, value in vars(cls).items() if name.isupper()]  # fmt: skip
+    stored = [
+        value
+        for cls in (fields.Field, fields.RunField, fields.Declared, fields.Clock)
+        for name, value in vars(cls).items()
+        if name.isupper()
+    ]
     assert stored and all(f"`{value}`" in reference for value in stored)
 
 

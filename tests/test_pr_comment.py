@@ -33,7 +33,9 @@ def changed(scale: float, added_function: int = 0) -> dict:
         if entry["fullname"] == CASE:
             info = entry["extra_info"]
             info["instructions"] = round(info["instructions"] * scale)
-            info["instructions_by_layout"] = [round(n * scale) for n in info["instructions_by_layout"]]
+            info["instructions_by_layout"] = [
+                round(n * scale) for n in info["instructions_by_layout"]
+            ]
             entry["stats"]["data"] = [value * scale for value in entry["stats"]["data"]]
             if added_function:
                 info["top_functions"] = [[ADDED, added_function], *info["top_functions"]]
@@ -138,7 +140,9 @@ def test_a_function_diff_with_backticks_stays_in_its_code_block():
 
 
 def test_a_body_too_long_for_github_is_cut(tmp_path):
-    rows = [{"name": f"t.py::test[{i}]", "verdict": "improvement", "message": "x" * 200}
-            for i in range(1000)]  # fmt: skip
+    rows = [
+        {"name": f"t.py::test[{i}]", "verdict": "improvement", "message": "x" * 200}
+        for i in range(1000)
+    ]
     text = pr_comment.comment_body(rows, "", "", "", "")
     assert len(text) <= pr_comment.MAX_CHARS + 100 and "cut here" in text

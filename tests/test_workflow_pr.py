@@ -75,8 +75,12 @@ def test_the_base_branch_is_counted_here_and_the_pull_request_gated_against_it()
     assert base["with"]["path"] == "base"
     count = step("gate", "Count the base branch's tree")
     assert count["working-directory"] == "base"
-    for argument in ("--perf-measure instructions", "--benchmark-save=base", "PYTHONPATH=",
-                     '--perf-baselines "$RUNNER_TEMP/baselines"'):  # fmt: skip
+    for argument in (
+        "--perf-measure instructions",
+        "--benchmark-save=base",
+        "PYTHONPATH=",
+        '--perf-baselines "$RUNNER_TEMP/baselines"',
+    ):
         assert argument in count["run"]
     gate = step("gate", "tox run -e instructions -- --perf-baselines")
     assert gate["working-directory"] == "pr"
@@ -107,8 +111,14 @@ def test_actionlint_accepts_the_workflow(actionlint):  # noqa: F811
 
 def bash(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     environment = {**os.environ, **env}
-    return subprocess.run(["bash", "-e", "-c", script], cwd=cwd, env=environment,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    return subprocess.run(
+        ["bash", "-e", "-c", script],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_the_comment_step_writes_the_body_from_the_gates_files(tmp_path):
@@ -118,8 +128,14 @@ def test_the_comment_step_writes_the_body_from_the_gates_files(tmp_path):
     rows = [{"name": "t.py::test_a", "verdict": "unchanged", "message": "same"}]
     (results / "gate.json").write_text(json.dumps(rows))
     summary = tmp_path / "summary.md"
-    done = bash(step("gate", "pr_comment.py")["run"], tmp_path, BASE="a" * 40, HEAD="b" * 40,
-                RUN_URL="https://ci/1", GITHUB_STEP_SUMMARY=str(summary))  # fmt: skip
+    done = bash(
+        step("gate", "pr_comment.py")["run"],
+        tmp_path,
+        BASE="a" * 40,
+        HEAD="b" * 40,
+        RUN_URL="https://ci/1",
+        GITHUB_STEP_SUMMARY=str(summary),
+    )
     assert done.returncode == 0, done.stderr
     body = (tmp_path / "comment" / "comment.md").read_text()
     assert body.startswith(pr_comment.MARKER) and "no regression** (1 unchanged)" in body

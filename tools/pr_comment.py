@@ -94,8 +94,10 @@ def changed_functions(rows: list[dict], diffs: dict[str, str]) -> list[str]:
 def comment_body(rows: list[dict], markdown: str, base: str, head: str, run_url: str) -> str:
     """The comment: the marker, a headline, what was compared, the verdict table, and the
     functions that changed under each case the gate did not call unchanged."""
-    compared = (f"This pull request's tree (`{text(head)[:12]}`) against the base branch "
-                f"(`{text(base)[:12]}`), both counted by callgrind on the same runner.")  # fmt: skip
+    compared = (
+        f"This pull request's tree (`{text(head)[:12]}`) against the base branch "
+        f"(`{text(base)[:12]}`), both counted by callgrind on the same runner."
+    )
     lines = [MARKER, headline(rows), "", compared, "", *verdict_table(rows)]
     lines += changed_functions(rows, function_diffs(markdown))
     footer = ["", f"[The job, its log and the gate's files]({run_url})"] if run_url else []
@@ -109,8 +111,10 @@ def comment_body(rows: list[dict], markdown: str, base: str, head: str, run_url:
 def no_summary_body(gate_json: Path, run_url: str) -> str:
     """The comment when the gate wrote nothing: it could not run (see the job's log)."""
     where = f" ([the job]({run_url}))" if run_url else ""
-    return (f"{MARKER}\n**:x: Instruction counts: the gate did not run** ({text(gate_json.name)} "
-            f"was not written): see the job's log{where}.\n")  # fmt: skip
+    return (
+        f"{MARKER}\n**:x: Instruction counts: the gate did not run** ({text(gate_json.name)} "
+        f"was not written): see the job's log{where}.\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
