@@ -96,6 +96,12 @@ def test_every_pytest_option_and_ini_setting_of_perfgate_and_the_suite_is_in_the
     assert not missing, f"not in docs/reference/pytest.md: {missing}"
 
 
+def test_the_suites_options_name_its_tiers():
+    from perf_tests import options, suite
+
+    assert tuple(suite.TIERS) == options.TIER_NAMES
+
+
 def test_every_marker_and_hook_is_in_the_reference():
     import perfgate.hookspec
     from perfgate.options import MARKERS

@@ -175,12 +175,12 @@ def plugin_reference() -> str:
 
 
 def suite_reference() -> str:
-    """The options of this repository's own suite (perf_tests/suite.py; imports torch)."""
+    """The options of this repository's own suite (perf_tests/options.py, no torch needed)."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from perf_tests import suite
+    from perf_tests import options
 
-    return pytest_options_section(recorded(suite.pytest_addoption))
+    return pytest_options_section(recorded(options.add))
 
 
 def tox_reference() -> str:
