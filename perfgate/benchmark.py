@@ -209,6 +209,12 @@ class Run:
         return self.path.parent.parent.name if self.path else "?"
 
     @property
+    def format(self) -> int:
+        """The run format of the perfgate that wrote it (0: older, or pytest-benchmark alone)."""
+        value = self.perfgate.get(RunField.FORMAT, 0)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    @property
     def recorded_key(self) -> str | None:
         """The hardware key the run recorded; None for a run saved by pytest-benchmark alone."""
         return self.perfgate.get(RunField.HARDWARE_KEY) or None

@@ -22,6 +22,7 @@ from perfgate.report.dashboard_page import benchmark_page, page, step_cell, tabl
 from perfgate.report.tables import MISSING, fmt_time
 from perfgate.store import schema as run_schema
 from perfgate.verdict import steps as changepoints
+from perfgate.verdict.rows import GateRow
 
 MARKER = ".perfgate-dashboard"  # written into the folder: it may be rebuilt in place
 
@@ -180,26 +181,26 @@ def sparkline(values: Sequence[float]) -> str:
     return "".join(SPARK[round((v - low) / (high - low) * (len(SPARK) - 1))] for v in values)
 
 
-def regressions_markdown(regressions: list[dict], grouped: dict, site: str) -> str:
+def regressions_markdown(regressions: list[GateRow], grouped: dict, site: str) -> str:
     """For each confirmed regression: a link to its page and a trend line of its medians over
     the newest TREND_RUNS runs of its hardware (the night's run last)."""
     if not regressions:
         return ""
     lines = ["Confirmed regressions, with their history (newest run last):", ""]
     for row in regressions:
-        name = row["name"]
+        name = row.name
         homes = [
             (hw, runs) for hw, runs in grouped.items() if any(name in r.benchmarks for r in runs)
         ]
         if not homes:
-            lines.append(f"- `{name}`: {row['message']} (no history: not in any run given)")
+            lines.append(f"- `{name}`: {row.message} (no history: not in any run given)")
             continue
         hardware, runs = homes[0]
         medians = [run.benchmarks[name].median for run in changepoints.measured(runs, name)]
         shown = medians[-TREND_RUNS:]
         link = f"{site.rstrip('/')}/{page_path(hardware, name)}"
-        change = row.get("change_percent")
-        change_text = f"{change:+.1f} %" if isinstance(change, int | float) else "see the gate"
+        change = row.change_percent
+        change_text = f"{change:+.1f} %" if change is not None else "see the gate"
         lines.append(
             f"- [{name}]({link}) on {hardware}, {change_text}: `{sparkline(shown)}` "
             f"{fmt_time(min(shown))} .. {fmt_time(max(shown))} over {len(shown)} runs"
