@@ -113,12 +113,14 @@ def test_every_marker_and_hook_is_in_the_reference():
     assert hooks and all(f"`{hook}(" in reference for hook in hooks)
 
 
-def test_every_verdict_word_and_rule_is_in_the_reference():
+def test_every_verdict_word_reason_and_rule_is_in_the_reference():
     from perfgate.verdict.outcome import Verdict
+    from perfgate.verdict.reason import Reason
     from perfgate.verdict.rules import RULES
 
     reference = page("verdicts.md")
     assert all(f"| `{verdict.value}` |" in reference for verdict in Verdict)
+    assert all(f"| `{reason.value}` |" in reference for reason in Reason)
     names = [rule.name for rules in RULES.values() for rule in rules]
     assert names and all(f"| `{name}` |" in reference for name in names)
 
@@ -134,6 +136,16 @@ def test_every_stored_field_is_in_the_reference():
         if name.isupper()
     ]
     assert stored and all(f"`{value}`" in reference for value in stored)
+
+
+def test_every_field_of_a_gate_json_row_is_in_the_reference():
+    import dataclasses
+
+    from perfgate.verdict.rows import GateRow
+
+    reference = page("runs.md")
+    names = [f.name for f in dataclasses.fields(GateRow)]
+    assert names and all(f"| `{name}` |" in reference for name in names)
 
 
 def test_exit_codes_come_from_the_code():

@@ -19,6 +19,7 @@ import pr_comment  # noqa: E402
 from perfgate import store  # noqa: E402
 from perfgate.verdict import summary  # noqa: E402
 from perfgate.verdict.judge import judge  # noqa: E402
+from perfgate.verdict.rows import from_json  # noqa: E402
 
 BASELINE = next((ROOT / "baselines" / "callgrind-x86_64-AVX2").rglob("0005_*.json"))
 CASE = "perf_tests/test_host_overhead.py::test_host_overhead[sdpa-1x4x16x32]"
@@ -57,7 +58,7 @@ def gate_outputs(tmp_path: Path, run: dict) -> tuple[Path, list[dict]]:
 def body(tmp_path: Path, run: dict) -> str:
     gate_json, _ = gate_outputs(tmp_path, run)
     markdown = (tmp_path / "gate.md").read_text()
-    rows = json.loads(gate_json.read_text())
+    rows = from_json(json.loads(gate_json.read_text()))
     return pr_comment.comment_body(rows, markdown, "a" * 40, "b" * 40, "https://ci/run/1")
 
 
@@ -110,6 +111,9 @@ def test_a_broken_gate_json_is_one_line(tmp_path, capsys):
     (tmp_path / "gate.json").write_text("[{")
     assert pr_comment.main([str(tmp_path / "gate.json")]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    (tmp_path / "gate.json").write_text('{"format": 99, "rows": []}')  # a newer perfgate's
+    assert pr_comment.main([str(tmp_path / "gate.json")]) == 2
+    assert "upgrade perfgate" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -117,7 +121,7 @@ def test_a_broken_gate_json_is_one_line(tmp_path, capsys):
     ["t.py::test[<img src=x onerror=alert(1)>]", "t.py::test[[a link](https://x)]", "t.py::**x**"],
 )
 def test_text_from_the_run_is_never_markup(name):
-    rows = [{"name": name, "verdict": "regression", "message": "<b>slower</b> | `x`"}]
+    rows = from_json([{"name": name, "verdict": "regression", "message": "<b>slower</b> | `x`"}])
     text = pr_comment.comment_body(rows, "", "", "", "")
     table_row = next(line for line in text.splitlines() if "regression |" in line)
     assert "<img" not in table_row and "<b>" not in table_row
@@ -126,7 +130,7 @@ def test_text_from_the_run_is_never_markup(name):
 
 
 def test_a_case_name_in_the_functions_summary_is_text():
-    rows = [{"name": "t.py::test[<script>]", "verdict": "regression", "message": "more"}]
+    rows = from_json([{"name": "t.py::test[<script>]", "verdict": "regression", "message": "more"}])
     text = pr_comment.comment_body(rows, "### t.py::test[<script>]\n\n```\n+1 f\n```\n", "", "", "")
     assert "<summary>t.py::test[&lt;script&gt;]</summary>" in text and "<script>" not in text
 
@@ -134,15 +138,17 @@ def test_a_case_name_in_the_functions_summary_is_text():
 def test_a_function_diff_with_backticks_stays_in_its_code_block():
     diff = "top functions:\n+10 ```fake``` [lib.so]"
     markdown = f"### t.py::test\n\n```\n{diff}\n```\n"
-    rows = [{"name": "t.py::test", "verdict": "regression", "message": "more"}]
+    rows = from_json([{"name": "t.py::test", "verdict": "regression", "message": "more"}])
     text = pr_comment.comment_body(rows, markdown, "", "", "")
     assert f"````\n{diff}\n````" in text
 
 
 def test_a_body_too_long_for_github_is_cut(tmp_path):
-    rows = [
-        {"name": f"t.py::test[{i}]", "verdict": "improvement", "message": "x" * 200}
-        for i in range(1000)
-    ]
+    rows = from_json(
+        [
+            {"name": f"t.py::test[{i}]", "verdict": "improvement", "message": "x" * 200}
+            for i in range(1000)
+        ]
+    )
     text = pr_comment.comment_body(rows, "", "", "", "")
     assert len(text) <= pr_comment.MAX_CHARS + 100 and "cut here" in text

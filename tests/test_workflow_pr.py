@@ -125,12 +125,16 @@ def test_the_comment_step_writes_the_body_from_the_gates_files(tmp_path):
     results = tmp_path / "pr" / "perfgate-results"
     results.mkdir(parents=True)
     (tmp_path / "pr" / "tools").symlink_to(ROOT / "tools")
+    python = tmp_path / "pr" / ".tox" / "instructions" / "bin" / "python"  # the gate's environment
+    python.parent.mkdir(parents=True)
+    python.symlink_to(sys.executable)
     rows = [{"name": "t.py::test_a", "verdict": "unchanged", "message": "same"}]
     (results / "gate.json").write_text(json.dumps(rows))
     summary = tmp_path / "summary.md"
     done = bash(
         step("gate", "pr_comment.py")["run"],
         tmp_path,
+        PYTHONPATH=str(ROOT),
         BASE="a" * 40,
         HEAD="b" * 40,
         RUN_URL="https://ci/1",

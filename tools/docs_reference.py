@@ -23,6 +23,7 @@ from docs_tables import (  # noqa: E402
     cell,
     exit_codes_reference,
     fields_reference,
+    gate_json_reference,
     table,
     verdicts_reference,
 )
@@ -203,6 +204,7 @@ SECTIONS: dict[str, Callable[[], str]] = {
     "exit-codes": exit_codes_reference,
     "verdicts": verdicts_reference,
     "fields": fields_reference,
+    "gate-json": gate_json_reference,
 }
 
 

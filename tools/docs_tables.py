@@ -146,9 +146,10 @@ def constants(cls: type) -> list[tuple[str, object, str]]:
 
 
 def verdicts_reference() -> str:
-    """Each verdict word, whether it counts as gated, and what the code says it means; then the
-    rules behind them, per kind of measurement."""
+    """Each verdict word, whether it counts as gated, and what the code says it means; the
+    reasons a case is not gated; then the rules behind them, per kind of measurement."""
     from perfgate.verdict.outcome import Verdict
+    from perfgate.verdict.reason import Reason
     from perfgate.verdict.rules import RULES
 
     meanings = {name: comment for name, _, comment in constants(Verdict)}
@@ -156,7 +157,10 @@ def verdicts_reference() -> str:
         [f"`{v.value}`", "yes" if v.gated else "no", cell(meanings.get(v.name, ""))]
         for v in Verdict
     ]
-    parts = [table(["verdict", "gated", "meaning"], rows), "", "### The rules", ""]
+    parts = [table(["verdict", "gated", "meaning"], rows), "", "### Why a case is not gated", ""]
+    parts += [cell(first_paragraph(Reason.__doc__)), ""]
+    reasons = [[f"`{value.value}`", cell(comment)] for _, value, comment in constants(Reason)]
+    parts += [table(["reason", "meaning"], reasons), "", "### The rules", ""]
     rule_rows = [
         [cell(measured), f"`{rule.name}`", cell(first_paragraph(type(rule).__doc__))]
         for measured, rules in RULES.items()
@@ -188,4 +192,21 @@ def fields_reference() -> str:
         ]
         parts += [f"### {cls.__name__}", "", cell(first_paragraph(cls.__doc__)), ""]
         parts += [table(["stored as", "name in perfgate.fields", "meaning"], rows), ""]
+    return "\n".join(parts)
+
+
+def gate_json_reference() -> str:
+    """The rows of gate.json: the file's format and each field of ``GateRow`` with its type."""
+    import dataclasses
+
+    from perfgate.verdict import rows
+
+    parts = [cell(first_paragraph(rows.__doc__)), "", cell(inspect.getdoc(rows.GateRow)), ""]
+    parts += [f'Format {rows.FORMAT}: `{{"{rows.KEY}": {rows.FORMAT}, "rows": [row, ...]}}`.', ""]
+    fields = [
+        [f"`{f.name}`", str(f.type).replace(" | ", " or ")]
+        for f in dataclasses.fields(rows.GateRow)
+    ]
+    fields.append(["`gated`", "bool"])  # written beside the fields, for readers without perfgate
+    parts.append(table(["field", "type"], fields))
     return "\n".join(parts)

@@ -1,7 +1,7 @@
 """The pull-request comment of the instruction-count check (.github/workflows/pr-instructions.yml):
-the verdict table and the functions that changed, from what the gate wrote (``gate.json``, and
-the function diffs of ``gate.md``). Standard library only: the workflow runs it with the runner's
-python3.
+the verdict table and the functions that changed, from what the gate wrote: ``gate.json``, read
+through its one reader (``perfgate.verdict.rows.from_json``), and the function diffs of
+``gate.md``. The workflow runs it with the gate's own environment:
 
     python tools/pr_comment.py perfgate-results/gate.json --base SHA --head SHA > comment.md
 
@@ -18,9 +18,14 @@ import re
 import sys
 from pathlib import Path
 
+from perfgate.verdict.outcome import Verdict
+from perfgate.verdict.rows import GateRow, RowsError, from_json
+
+LISTED = (Verdict.REGRESSION, Verdict.UNCONFIRMED, Verdict.NOT_GATED, Verdict.NEW)
+LISTED += (Verdict.IMPROVEMENT,)  # before the unchanged, which fold away
+
 MARKER = "<!-- perfgate: pull-request instruction counts -->"
 MAX_CHARS = 60_000  # GitHub refuses a comment over 65,536 characters
-LISTED = ("regression", "unconfirmed", "not gated", "new", "improvement")  # before "unchanged"
 DIFF = re.compile(r"^### (.+)\n\n(`{3,})\n(.*?)\n\2$", re.MULTILINE | re.DOTALL)
 MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
 
@@ -29,6 +34,11 @@ def text(value: object) -> str:
     """``value`` as literal text in markdown: one line, HTML and markdown punctuation escaped."""
     escaped = " ".join(str(value).split()).replace("&", "&amp;").replace("<", "&lt;")
     return MARKDOWN_PUNCTUATION.sub(r"\\\1", escaped)
+
+
+def commit(sha: str) -> str:
+    """A commit's short hash, its hex digits only."""
+    return re.sub(r"[^0-9a-f]", "", sha.lower())[:12]
 
 
 def html_text(value: object) -> str:
@@ -50,30 +60,28 @@ def function_diffs(markdown: str) -> dict[str, str]:
     return {match.group(1): match.group(3) for match in DIFF.finditer(markdown)}
 
 
-def headline(rows: list[dict]) -> str:
-    count = {verdict: sum(row.get("verdict") == verdict for row in rows) for verdict in LISTED}
+def headline(rows: list[GateRow]) -> str:
+    count = {verdict: sum(row.verdict is verdict for row in rows) for verdict in LISTED}
     parts = [f"{n} {verdict}" for verdict, n in count.items() if n]
-    unchanged = sum(row.get("verdict") == "unchanged" for row in rows)
+    unchanged = sum(row.verdict is Verdict.UNCHANGED for row in rows)
     parts += [f"{unchanged} unchanged"] if unchanged else []
     summary = ", ".join(parts) or "no case"
-    if count["regression"]:
+    if count[Verdict.REGRESSION]:
         return f"**:x: Instruction counts: a confirmed regression** ({summary}): this check fails."
     return f"**:white_check_mark: Instruction counts: no regression** ({summary})."
 
 
-def row_cells(row: dict) -> str:
-    threshold = row.get("threshold")
-    limit = f"{threshold:.1%}" if isinstance(threshold, int | float) else ""
-    source = row.get("threshold_source")
-    limit += f" ({text(source)})" if source and limit else ""
-    cells = [text(row.get("name", "")), text(row.get("verdict", "")), text(row.get("message", ""))]
+def row_cells(row: GateRow) -> str:
+    limit = f"{row.threshold:.1%}" if row.threshold is not None else ""
+    limit += f" ({text(row.threshold_source)})" if row.threshold_source and limit else ""
+    cells = [text(row.name), text(row.verdict), text(row.message)]
     return "| " + " | ".join([*cells, limit]) + " |"
 
 
-def verdict_table(rows: list[dict]) -> list[str]:
+def verdict_table(rows: list[GateRow]) -> list[str]:
     header = ["| case | verdict | instructions per call | threshold |", "| --- | --- | --- | --- |"]
-    listed = [r for verdict in LISTED for r in rows if r.get("verdict") == verdict]
-    unchanged = [r for r in rows if r not in listed]
+    listed = [row for verdict in LISTED for row in rows if row.verdict is verdict]
+    unchanged = [row for row in rows if row not in listed]
     lines = [*header, *map(row_cells, listed)] if listed else []
     if unchanged:
         lines += ["", f"<details><summary>{len(unchanged)} unchanged</summary>", ""]
@@ -81,22 +89,21 @@ def verdict_table(rows: list[dict]) -> list[str]:
     return lines
 
 
-def changed_functions(rows: list[dict], diffs: dict[str, str]) -> list[str]:
+def changed_functions(rows: list[GateRow], diffs: dict[str, str]) -> list[str]:
     lines = []
     for row in rows:
-        name = row.get("name", "")
-        if row.get("verdict") != "unchanged" and name in diffs:
-            lines += ["", f"<details><summary>{html_text(name)}</summary>", "", fenced(diffs[name])]
-            lines += ["", "</details>"]
+        if row.verdict is not Verdict.UNCHANGED and row.name in diffs:
+            lines += ["", f"<details><summary>{html_text(row.name)}</summary>", ""]
+            lines += [fenced(diffs[row.name]), "", "</details>"]
     return ["", "#### Functions that changed", *lines] if lines else []
 
 
-def comment_body(rows: list[dict], markdown: str, base: str, head: str, run_url: str) -> str:
+def comment_body(rows: list[GateRow], markdown: str, base: str, head: str, run_url: str) -> str:
     """The comment: the marker, a headline, what was compared, the verdict table, and the
     functions that changed under each case the gate did not call unchanged."""
     compared = (
-        f"This pull request's tree (`{text(head)[:12]}`) against the base branch "
-        f"(`{text(base)[:12]}`), both counted by callgrind on the same runner."
+        f"This pull request's tree (`{commit(head)}`) against the base branch "
+        f"(`{commit(base)}`), both counted by callgrind on the same runner."
     )
     lines = [MARKER, headline(rows), "", compared, "", *verdict_table(rows)]
     lines += changed_functions(rows, function_diffs(markdown))
@@ -128,8 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(no_summary_body(args.gate_json, args.run_url))
         return 0
     try:
-        rows = json.loads(args.gate_json.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+        rows = from_json(json.loads(args.gate_json.read_text(encoding="utf-8")))
+    except (OSError, ValueError, RowsError) as error:
         print(f"pr_comment: {args.gate_json} is not the gate's JSON ({error})", file=sys.stderr)
         return 2
     summary = args.gate_json.with_suffix(".md")
