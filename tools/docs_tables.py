@@ -44,7 +44,7 @@ def exit_codes_reference() -> str:
 
     from perfgate.cli import INTERRUPTED
     from perfgate.cli.merge import MERGE_REFUSED
-    from perfgate.session.baseline import GATE_NOT_RUN
+    from perfgate.session.baseline import FIRST_BASELINE, GATE_NOT_RUN
     from perfgate.store.saving import SAVE_FAILED
 
     code = pytest.ExitCode
@@ -64,6 +64,11 @@ def exit_codes_reference() -> str:
             "`--benchmark-save` could not save the run into the store (a full or "
             "read-only disk, a folder that is not one): the line names the error and "
             "the file in `perfgate-results/unsaved/` that holds the run",
+        ),
+        (
+            FIRST_BASELINE,
+            "nothing to gate yet: there was no baseline, and this gated session saved the "
+            "first one (`--perf-gate --benchmark-save=NAME`); the next session gates on it",
         ),
     ]
     command_rows = [
