@@ -9,6 +9,7 @@ The lab's own facts that a test records (``implementation``, ``batch``, ...) are
 from __future__ import annotations
 
 import re
+from dataclasses import asdict, dataclass
 
 # Per-round data a run keeps per benchmark: at most this many rounds, evenly spaced in the order
 # they were measured (so the noise blocks of verdict.noise stay in order). The verdict's
@@ -210,3 +211,28 @@ def with_bounded_data(run_json: dict) -> dict:
 
 def _bounded(entry: object) -> object:
     return with_rounds_kept(entry) if isinstance(entry, dict) else entry
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A same-run ratio declared on a test, for the gate.
+
+    Either a ratio to a reference case of the same test: ``key`` names the parameter that differs
+    and ``reference`` its value in the reference case (``Ratio("speedup over naive",
+    key="implementation", reference="naive")``); with ``higher_is_better`` the ratio is
+    reference / this (a speedup), else this / reference (a relative latency). Or an ``extra_info``
+    field the test stores that already is a ratio (``Ratio("fraction of copy", field=...)``).
+    """
+
+    name: str
+    key: str | None = None
+    reference: object = None
+    field: str | None = None
+    higher_is_better: bool = True
+
+    def __post_init__(self) -> None:
+        if (self.key is None) == (self.field is None):
+            raise ValueError(f"Ratio {self.name!r}: give either key and reference, or field")
+
+    def as_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}

@@ -10,6 +10,7 @@ module imports nothing but pytest, so an unasked session pays for nothing else.
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,7 +78,7 @@ def _add_gate(group) -> None:
         metavar="[NAME=]FRACTION",
         help="slowdown that counts, as a fraction: 0.15 for every test, sdpa=0.2 for a family or "
         "a test function (any case; repeatable; default: from each case's measured noise, "
-        "README 'Thresholds'). A test's @pytest.mark.perfgate(threshold=...) wins",
+        "docs/reference/verdicts.md). A test's @pytest.mark.perfgate(threshold=...) wins",
     )
     group.addoption(
         "--perf-gate-report",
@@ -205,12 +206,16 @@ def read(config: pytest.Config) -> Options:
 
 
 def asked(config: pytest.Config) -> bool:
-    """True when this session turns perfgate on: a --perf-* option, or ``perfgate = true``."""
+    """True when this session turns perfgate on: a --perf-* option given (even at its default
+    value, ``--perf-store-profiles=saved``), or ``perfgate = true``."""
     if config.getini("perfgate"):
         return True
-    return any(
-        getattr(config.option, dest, default) != default for dest, default in DEFAULTS.items()
-    )
+    if any(getattr(config.option, dest, default) != default for dest, default in DEFAULTS.items()):
+        return True
+    given = [*config.invocation_params.args, *shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))]
+    given += config.getini("addopts")
+    ours = {"--" + dest.replace("_", "-") for dest in DEFAULTS}
+    return any(str(argument).split("=")[0] in ours for argument in given)
 
 
 def baselines_root(config: pytest.Config) -> Path | None:

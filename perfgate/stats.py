@@ -6,7 +6,7 @@ so a ratio above 1 means the current run is slower.
 
 Memory and time do not grow with the product of rounds and resamples: Mann-Whitney is scipy's
 (ranks, O(n log n)), and the bootstrap draws each resample's median directly (two draws, not n),
-from at most ``BOOTSTRAP_POINTS`` rounds a side (README "Thresholds"; tests/test_stats.py).
+from at most ``BOOTSTRAP_POINTS`` rounds a side (docs/reference/verdicts.md; tests/test_stats.py).
 """
 
 from __future__ import annotations
@@ -273,4 +273,25 @@ def compare_samples(
         smallest_p=smallest_p_value(base.size, curr.size),
         round_ratio_low=float(curr.min() / base.max()),
         round_ratio_high=float(curr.max() / base.min()),
+    )
+
+
+def medians_only(baseline_median: float, current_median: float) -> Comparison:
+    """Two medians compared without their rounds (a run saved without per-round data, as
+    pytest-benchmark saves by default): the ratio and the change, nothing significant."""
+    ratio = current_median / baseline_median
+    low, high = UNBOUNDED_INTERVAL
+    return Comparison(
+        baseline_median=baseline_median,
+        current_median=current_median,
+        ratio=ratio,
+        change_percent=(ratio - 1.0) * 100.0,
+        p_value=1.0,
+        p_value_faster=1.0,
+        ratio_low=low,
+        ratio_high=high,
+        n_baseline=0,
+        n_current=0,
+        enough_rounds=False,
+        smallest_p=1.0,
     )

@@ -356,7 +356,10 @@ def samples(path) -> dict[str, list[float]]:
 
 
 def report_verdicts(path) -> dict[str, str]:
-    return {row["name"]: row["verdict"] for row in json.loads(path.read_text())}
+    """name -> verdict of a gate.json, read through its one reader."""
+    from perfgate.verdict.rows import from_json
+
+    return {row.name: str(row.verdict) for row in from_json(json.loads(path.read_text()))}
 
 
 def shard_run(index: int, count: int, names: list[str], key="KEY", commit="abc") -> dict:

@@ -117,7 +117,7 @@ def test_two_shards_merged_give_the_unsharded_cases_samples_and_verdicts(
     for current in ("merged.json", "whole.json"):
         status, out, _ = perfgate(capsys, "compare", base, current, "--json")
         assert status == 0
-        compared.append({row["name"]: row["verdict"] for row in json.loads(out)})
+        compared.append({row["name"]: row["verdict"] for row in json.loads(out)["rows"]})
     assert compared[0] == compared[1] and compared[0]["test_cases.py::test_first[b]"] != "unchanged"
 
 

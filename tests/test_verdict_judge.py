@@ -195,3 +195,26 @@ def test_results_are_sorted_by_severity():
         ("x::same", "unchanged"),
     ]
     assert failed(results) and not failed(results[2:])
+
+
+def test_two_single_process_runs_on_two_gpus_say_so_and_a_run_without_an_index_shows_its_uuid():
+    """A run records the GPU it timed on (machine_info.perfgate.gpu); the judge notes a
+    comparison across two physical GPUs of one model."""
+    from helpers import entry, rounds, run_json
+
+    from perfgate.benchmark import run_from_json
+
+    def on(gpu: dict, seed: int):
+        data = run_json(entry("t.py::test_k", rounds(seed)))
+        data["machine_info"]["perfgate"]["gpu"] = gpu
+        return run_from_json(data, None)
+
+    first = on({"index": 0, "physical_index": 0, "uuid": "GPU-aaaa"}, 0)
+    second = on({"index": 0, "physical_index": 1, "uuid": "GPU-bbbb"}, 1)
+    (result,) = judge([first], second)
+    note = "compared across two GPUs of one model: baseline on GPU 0 (GPU-aaaa), now on GPU 1"
+    assert any(line.startswith(note) for line in result.details), result.details
+    (same,) = judge([first], on({"index": 0, "physical_index": 0, "uuid": "GPU-aaaa"}, 2))
+    assert not any("two GPUs" in line for line in same.details)
+    (bare,) = judge([first], on({"uuid": "GPU-cccc"}, 3))  # no NVML index recorded
+    assert any(line.endswith("now on GPU-cccc") for line in bare.details), bare.details

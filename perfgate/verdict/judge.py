@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from perfgate.benchmark import Benchmark, Run
 from perfgate.fields import HOST_BOUND_FRACTION, Declared
-from perfgate.stats import MIN_PAIRS, MIN_ROUNDS, Comparison, compare_samples
+from perfgate.stats import MIN_PAIRS, MIN_ROUNDS, Comparison, compare_samples, medians_only
 from perfgate.verdict import shift as machine
 from perfgate.verdict.attribution import function_diff, profile_diff
 from perfgate.verdict.clocks import clocks_note, gpu_note
@@ -163,7 +163,11 @@ def _not_gated(e: Evidence) -> tuple[Reason, str] | None:
         )
     for side, benchmark in (("baseline", before), ("current run", now)):
         if not benchmark.samples:
-            return Reason.NO_DATA, f"the {side} has no per-round data (save runs with perfgate)"
+            return Reason.NO_DATA, (
+                f"the {side} has no per-round data, only pytest-benchmark's statistics (its "
+                "median is shown): save runs with perfgate asked (any --perf-* option, or "
+                "perfgate = true), which keeps the rounds"
+            )
     if e.paired:
         pairs = e.paired.n_baseline
         if pairs < MIN_PAIRS:
@@ -203,10 +207,12 @@ def counted_alike(baseline: Benchmark, current: Benchmark) -> str | None:
     )
 
 
-def _compared(before: Benchmark, now: Benchmark) -> Comparison | None:
+def _compared(before: Benchmark, now: Benchmark) -> Comparison:
+    """The rounds compared; without the rounds of a side, its stored median (shown, not
+    judged: pytest-benchmark saves no rounds by default)."""
     if before.samples and now.samples:
         return compare_samples(before.samples, now.samples)
-    return None
+    return medians_only(before.median, now.median)
 
 
 # --- a run against a baseline run or set: the gate and perfgate compare -------------------------
