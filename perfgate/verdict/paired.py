@@ -22,7 +22,8 @@ from perfgate.stats import (
     Samples,
     as_samples,
 )
-from perfgate.verdict.judge import Evidence, judge_case, untrusted_reason
+from perfgate.verdict.evidence import Evidence, untrusted_reason
+from perfgate.verdict.judge import judge_case
 from perfgate.verdict.outcome import GateResult, Verdict
 from perfgate.verdict.pairing import declarations_of, same_run_ratios, worst_ratios
 from perfgate.verdict.reason import Reason
