@@ -1,21 +1,29 @@
-# Session 9, call 2, two H100s of one host: the injected night of call 1 resumed (--resume) from
-# what call 1 brought back (carried in .s9/call1.tgz), on a fresh machine: the same throwaway
-# commit (same tree, same dates: the same A), the same slowdown in B, the same cycles.
+# Session 9, call 2, on the two H200s of one host that came for nvidia-h100-x2 (call 1 found no
+# H200 baseline, exit 6 at once): (a) CUDA_VISIBLE_DEVICES=1 while another process holds memory on
+# GPU 0: the run records GPU 1 and its health; (b) a baseline recorded on ONE GPU of the host
+# (CUDA_VISIBLE_DEVICES=0, the full CUDA tier, saved with its launch counts), for the night on
+# both GPUs in call 3.
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
-S=docs/gate-validation/h100-session7/scripts
-R=/tmp/s9; mkdir -p $R
-tar xzf .s9/call1.tgz -C $R
+R=/tmp/s9; mkdir -p $R/id $R/baseline
 T0=$(date +%s)
 log() { echo "call 2, $(( $(date +%s) - T0 )) s: $*" | tee -a $R/times.txt; }
-trap 'tar czf $OUT/call2.tgz -C $R .' EXIT
-export GIT_AUTHOR_DATE=2026-11-25T00:00:00Z GIT_COMMITTER_DATE=2026-11-25T00:00:00Z
-git init -q && git add -A -- . ':!.s9' && git -c user.name=s9 -c user.email=s9@x commit -qm s9-night
-[ "$(git rev-parse HEAD)" = "$(cat $R/night/head.txt)" ] || log "A differs from call 1's: $(git rev-parse HEAD)"
-echo 'pytest_plugins = ("perfgate.plugin", "perf_tests.suite", "pytester", "tools.slowdown_plugin")' >> conftest.py
-export PERFGATE_SLOWDOWN=gpu-sleep-table PERFGATE_SLOWDOWN_TABLE=$PWD/$S/table3.json \
-  PERFGATE_SLOWDOWN_CYCLES=$R/night/cycles.json PERFGATE_SLOWDOWN_LOG=$R/night/injected.jsonl
-LEFT=$(( 560 - ($(date +%s) - T0) ))
-timeout $(( LEFT + 25 )) python3 -m perfgate nightly --results $R/night --tests perf_tests \
-  --base-ref HEAD --resume --time-limit ${LEFT}s -- --device cuda --perf-tier full > $R/night/terminal2.log 2>&1
-log "night resumed exit $?"
+trap 'tar czf $OUT/call2.tgz -C $R . ; cp baselines/NVIDIA-H200/*/0001_*.json $OUT/ 2>/dev/null' EXIT
+python3 -c "import torch, time; x = torch.ones(8 << 30, dtype=torch.uint8, device='cuda:0'); time.sleep(60)" &
+HOLD=$!
+sleep 10
+nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv > $R/id/apps.txt
+CUDA_VISIBLE_DEVICES=1 timeout 60 python3 -m pytest perf_tests --device cuda --perf-tier full \
+  -k "test_dequantize and triton and 1048576" -p no:cacheprovider --perf-store-profiles=never \
+  --benchmark-json=$R/id/run.json > $R/id/log.txt 2>&1
+log "identity exit $?"
+python3 -c "
+import json; d = json.load(open('$R/id/run.json'))['machine_info']['perfgate']
+print('gpu', d.get('gpu')); print('gpu_health', json.dumps(d.get('gpu_health')))
+print('clocks of the first case', d and json.load(open('$R/id/run.json'))['benchmarks'][0]['extra_info'].get('sm_clock_mhz', [])[:5])
+" | tee $R/id/summary.txt
+kill $HOLD; wait $HOLD 2>/dev/null
+CUDA_VISIBLE_DEVICES=0 timeout $(( 585 - ($(date +%s) - T0) )) python3 -m pytest perf_tests --device cuda \
+  --perf-tier full -p no:cacheprovider --perf-store-profiles=never --benchmark-save=h200-one-gpu \
+  > $R/baseline/log.txt 2>&1
+log "baseline exit $?"
