@@ -260,6 +260,11 @@ class Run:
             return []
         return list(health.get("untrusted_reasons") or ["GPU health not trusted"])
 
+    @property
+    def other_processes(self) -> list[str]:
+        """'pid N (M MiB)' of each other process the GPU ran when the run started."""
+        return [str(p) for p in self.gpu_health.get("other_processes") or []]
+
     def without_samples(self) -> list[Benchmark]:
         return [b for b in self.benchmarks.values() if not b.samples]
 

@@ -50,6 +50,24 @@ def row(name: str = WORK, verdict: str = "unchanged", change: float | None = 0.2
         ({"clocks": "power-limited: the baseline ran 9 of 10 rounds"}, "power-limited: the base"),
         ({"change": 1.4}, "stored comparison +1.4% (screen 1%)"),
         ({"threshold": 0.10, "threshold_source": "floor 10%"}, "stored threshold 10.0% is looser"),
+        (
+            {
+                "threshold": 0.10,
+                "threshold_source": "floor 10%",
+                "ratio_low": 0.99,
+                "ratio_high": 1.02,
+            },
+            "stored threshold 10.0% is looser",
+        ),  # may hide 3 %: to the A/B
+        (
+            {
+                "threshold": 0.10,
+                "threshold_source": "floor 10%",
+                "ratio_low": 0.99,
+                "ratio_high": 1.01,
+            },
+            None,
+        ),  # rules out even half the 3 % target: decided stored
         ({"threshold": 0.50, "threshold_source": "marker"}, None),  # the test's own rule
     ],
 )

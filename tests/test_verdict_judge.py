@@ -18,6 +18,7 @@ from perfgate.benchmark import RunFormatError
 from perfgate.stats import MIN_ROUNDS
 from perfgate.verdict import Thresholds, Verdict, judge
 from perfgate.verdict.judge import HOST_BOUND, failed
+from perfgate.verdict.reason import Reason
 
 
 def one(baseline, current, thresholds=None, confirmation=None):
@@ -138,8 +139,11 @@ def test_a_baseline_without_per_round_data_is_not_gated_even_when_much_faster():
     # the case: a baseline 3.3x faster than the current run read "unchanged"
     baseline = single("t", None, median=1e-3 / 3.3)
     result = one(baseline, single("t", rounds(2)))
-    assert result.verdict is Verdict.NOT_GATED and result.comparison is None
+    assert result.verdict is Verdict.NOT_GATED and result.reason is Reason.NO_DATA
     assert "the baseline has no per-round data" in result.message
+    # the stored medians are shown, never judged: nothing there can be significant
+    c = result.comparison
+    assert c.change_percent == pytest.approx(230.0, rel=0.05) and not c.enough_rounds
 
 
 def test_new_and_not_run_benchmarks_are_named_as_such():

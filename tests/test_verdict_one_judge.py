@@ -12,7 +12,7 @@ import pytest
 from helpers import entry, perfgate, rounds, run_json, run_of
 
 from perfgate.ab.order import b_first
-from perfgate.benchmark import Run
+from perfgate.benchmark import Run, run_from_json
 from perfgate.cli import bisect_steps
 from perfgate.verdict import Verdict, judge, nightly, parse_thresholds
 from perfgate.verdict.noise import DEVICE_CLOCK, DEVICE_FLOOR
@@ -230,3 +230,43 @@ def test_a_lost_same_run_ratio_fails_alike_on_every_path(tmp_path):
     a = Side(QUIET, DEVICE, ratio, partner=blocks(2.0, 50, 0.002))
     b = Side(blocks(1.0, 100, 0.002), DEVICE, ratio, partner=blocks(1.2, 150, 0.002))
     same(five_paths(tmp_path, a, b), Verdict.REGRESSION)
+
+
+def _block(samples, health: dict | None, name: str) -> Run:
+    data = run_json(entry(NAME, samples, extra=DEVICE))
+    if health is not None:
+        data["machine_info"]["perfgate"]["gpu_health"] = health
+    return run_from_json(data, Path(name))
+
+
+def _health(throttled: bool, others: list[str]) -> dict:
+    reasons = ["GPU throttling (reasons 0x20)"] if throttled else []
+    reasons += [f"other processes on the GPU: {'; '.join(others)}"] if others else []
+    return {"available": True, "other_processes": others, "trusted": not reasons,
+            "untrusted_reasons": reasons}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "throttled, others, trusted",
+    [(True, [], True), (False, ["pid 7 (824 MiB)"], False), (True, ["pid 7 (824 MiB)"], False)],
+)
+def test_an_ab_block_that_began_throttled_is_trusted_another_process_is_not(
+    throttled, others, trusted
+):
+    """Both trees take turns on one GPU, sharing its heat and power (seen on two H200s: GPU 0 at
+    70 C reported a thermal slowdown at the start of 8 of its 12 blocks, and every case of its
+    lane read 'not gated' though its pairs were clean); another process on it still counts."""
+    from perfgate.verdict.paired import judge_blocks
+
+    pairs = []
+    for i in range(4):
+        health = _health(throttled, others) if i == 2 else _health(False, [])
+        a = _block(rounds(i, 1.0, ROUNDS, 0.002), health, f"lane0-pair{i}-A.json")
+        b = _block(rounds(50 + i, 1.05, ROUNDS, 0.002), _health(False, []), f"lane0-pair{i}-B.json")
+        pairs.append((a, b, i % 2 == 1))
+    (result,) = judge_blocks(pairs, parse_thresholds([]))
+    if trusted:
+        assert result.verdict is Verdict.REGRESSION, result.message
+    else:
+        assert (result.verdict, result.reason) == (Verdict.NOT_GATED, Reason.UNTRUSTED_GPU)
+        assert "lane0-pair2-A.json: other processes on the GPU: pid 7" in result.message

@@ -43,16 +43,34 @@ class Evidence:
     shift: machine.Shift | None = None
 
 
-def untrusted_reason(baselines: list[Run], current: Run) -> str | None:
-    """Why the GPU of a baseline run or of the current run cannot be trusted (throttling, other
-    processes), or None. Every member of a set counts: its numbers may be the reference."""
+def untrusted_reason(
+    baselines: list[Run], current: list[Run] | Run, paired: bool = False
+) -> str | None:
+    """Why the GPU of a baseline run or of a current run cannot be trusted (throttling, other
+    processes), or None. Every member of a set counts: its numbers may be the reference.
+
+    ``paired``: the blocks of an A/B, both trees taking turns on one GPU. They share its heat and
+    power, so a block that began throttled is no reason (each round's clock is kept, and a case
+    that ran below its top clock is marked power-limited); another process on the GPU is."""
+
+    def said(run: Run) -> list[str]:
+        if not paired:
+            return run.untrusted_reasons
+        others = run.other_processes
+        return [f"other processes on the GPU: {'; '.join(others)}"] if others else []
+
+    currents = current if isinstance(current, list) else [current]
     reasons = [
         f"baseline{' ' + run.path.name if run.path else ''}: {reason}"
         for run in baselines
-        for reason in run.untrusted_reasons
+        for reason in said(run)
     ]
-    reasons += [f"current run: {r}" for r in current.untrusted_reasons]
-    return "; ".join(reasons) or None
+    reasons += [f"{_label(run, 'current run')}: {r}" for run in currents for r in said(run)]
+    return "; ".join(dict.fromkeys(reasons)) or None
+
+
+def _label(run: Run, default: str) -> str:
+    return run.path.name if run.path else default
 
 
 def evidence(

@@ -152,10 +152,11 @@ def judge_blocks(
 ) -> list[GateResult]:
     """Every case of an A/B's block pairs ((A's block, B's block, whether B ran first), in the
     order they ran), worst first: each compared on the pairs that ran it in both blocks,
-    untrusted when a block session's GPU was, with its same-run ratios (``block_ratios``)."""
+    untrusted when another process used a block session's GPU (``untrusted_reason``, paired),
+    with its same-run ratios (``block_ratios``)."""
     a_runs, b_runs = [a for a, _, _ in pairs], [b for _, b, _ in pairs]
     names = sorted(set().union(*(run.benchmarks for run in a_runs + b_runs)))
-    untrusted = untrusted_reason(a_runs, b_runs[-1]) if b_runs else None
+    untrusted = untrusted_reason(a_runs, b_runs, paired=True) if b_runs else None
     ratios = block_ratios(a_runs, b_runs)
     results = []
     for name in names:

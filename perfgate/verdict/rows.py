@@ -39,6 +39,8 @@ class GateRow:
     baseline_median_s: float | None = None
     current_median_s: float | None = None
     change_percent: float | None = None
+    ratio_low: float | None = None  # the ratio's interval (current/baseline), where it has one
+    ratio_high: float | None = None
     clocks: str | None = None
     gated_on: str | None = None
     shift: str | None = None
@@ -50,11 +52,14 @@ class GateRow:
     @classmethod
     def of(cls, result: GateResult) -> GateRow:
         c = result.comparison
+        low, high = (
+            (c.ratio_low, c.ratio_high) if c and math.isfinite(c.ratio_high) else (None, None)
+        )
         return cls(
             result.name, result.verdict, result.message, result.reason, result.family,
             result.threshold, result.threshold_source, c.baseline_median if c else None,
-            c.current_median if c else None, c.change_percent if c else None, result.clocks,
-            result.gated_on, result.shift,
+            c.current_median if c else None, c.change_percent if c else None, low, high,
+            result.clocks, result.gated_on, result.shift,
         )  # fmt: skip
 
     def as_json(self) -> dict:
@@ -70,7 +75,14 @@ def as_json(rows: list[GateRow]) -> dict:
 
 
 _TEXT = ("name", "message", "family", "threshold_source", "clocks", "gated_on", "shift")
-_NUMBERS = ("threshold", "baseline_median_s", "current_median_s", "change_percent")
+_NUMBERS = (
+    "threshold",
+    "baseline_median_s",
+    "current_median_s",
+    "change_percent",
+    "ratio_low",
+    "ratio_high",
+)
 
 
 def from_json(data: object) -> list[GateRow]:
