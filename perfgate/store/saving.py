@@ -70,7 +70,7 @@ def _save(run_json: dict, name: str, root: Path, unclean: str | None, store_at) 
 def put_aside(run_json: dict, name: str, root: Path) -> Path:
     """Write the run to ``root/perfgate-results/unsaved/<UTC time>_<name>.json`` (a new file,
     never over another), or to the temporary folder when that fails; returns its path."""
-    text = json.dumps(run_json, indent=4)
+    text = json.dumps(run_json, indent=4, default=str)  # a parameter JSON cannot hold: its str
     try:
         store.check_save_name(name)
     except store.StoreError:
