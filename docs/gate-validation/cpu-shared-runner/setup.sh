@@ -7,12 +7,13 @@
 set -euo pipefail
 ROOT=${ROOT:-/tmp/val}
 PERFGATE=${PERFGATE:-/work/main}
+BRANCH=${BRANCH:-main}   # measured: wt-validate 5abf4f1 (main a2a6810 + the JSON-parameter fix)
 CATTRS_GIT=${CATTRS_GIT:-/work/.mirror/python-attrs+cattrs/repo}
 KORNIA_GIT=${KORNIA_GIT:-/work/.mirror/kornia+kornia/repo}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$ROOT" && cd "$ROOT"
 
-git clone -q "$PERFGATE" perfgate-src
+git clone -q --branch "$BRANCH" "$PERFGATE" perfgate-src
 python3 -m venv buildenv && buildenv/bin/pip install -q build
 buildenv/bin/python -m build --wheel -o dist perfgate-src
 WHEEL=$(ls dist/perfgate-*.whl)

@@ -70,6 +70,7 @@ def table(project: Path) -> list[str]:
     lines += [line(folder.name, session(folder)) for folder in folders]
     for kind in ("set", "single"):
         group = [session(f) for f in folders if f.name.startswith(f"null-{kind}-")]
+        group = [s for s in group if s["rc"] != "?"]  # finished sessions only
         if group:
             lines += [
                 "",
