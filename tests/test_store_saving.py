@@ -87,6 +87,34 @@ def test_a_saved_run_leaves_nothing_aside_and_follows_the_umask(bench_project):
     assert json.loads(saved.read_text())["machine_info"]["perfgate"]["format"] == RUN_FORMAT
 
 
+def test_parameters_that_json_cannot_hold_are_saved_as_text_and_gated(bench_project):
+    """A project parametrized by classes and enums (cattrs' bench/: converter classes,
+    UnstructureStrategy): the run is saved, --benchmark-json written, and gated against."""
+    bench_project.makepyfile(
+        test_bench="""
+        import enum, pytest
+        from virtual_clock import work
+        class Strategy(enum.Enum):
+            AS_DICT = "asdict"
+        class Converter:
+            pass
+        @pytest.mark.parametrize("strategy", [Strategy.AS_DICT])
+        @pytest.mark.parametrize("converter_cls", [Converter])
+        def test_convert(benchmark, strategy, converter_cls):
+            benchmark.pedantic(work, rounds=20, iterations=1, warmup_rounds=1)
+    """
+    )
+    saved = run(bench_project, "--benchmark-save=objects", "--benchmark-json=out.json")
+    assert saved.ret == 0, saved.stdout.str()
+    (run_file,) = saved_runs(bench_project)
+    (case,) = json.loads(run_file.read_text())["benchmarks"]
+    assert "Strategy.AS_DICT" in case["params"]["strategy"]
+    assert "Converter" in json.loads((bench_project.path / "out.json").read_text())[
+        "benchmarks"][0]["params"]["converter_cls"]  # fmt: skip
+    assert unsaved(bench_project) == []
+    assert run(bench_project, "--perf-gate").ret == 0
+
+
 @pytest.mark.parametrize("name", ["a" * 260, "two\nlines", ".hidden", "tab\there"])
 def test_a_save_name_that_cannot_be_a_run_file_is_refused_before_running(bench_project, name):
     result = run(bench_project, f"--benchmark-save={name}")
