@@ -28,10 +28,17 @@ def session_load(rng: np.random.Generator, busy: float) -> float:
     return float(rng.uniform(1.1, 2.5)) if rng.random() < busy else 1.0
 
 
+SCATTER = 0.25  # under load, each case also moves by its own lognormal factor per session
+
+
 def case_rounds(rng, median: float, cv: float, load: float, feel: float, n: int) -> list[float]:
     """``n`` rounds of one case: lognormal noise ``cv`` (doubled under load), slowed by the
-    load as this case feels it (``feel``: 0.5-1.5 of the machine's slowdown)."""
+    load as this case feels it (``feel``: 0.5-1.5 of the machine's slowdown), and under load
+    moved by a factor of its own that session (lognormal, SCATTER: both ways, as the cases of a
+    real project on a busy 2-core runner moved, docs/gate-validation/cpu-shared-runner/)."""
     slowed = 1.0 + (load - 1.0) * feel
+    if load > 1.0:
+        slowed *= rng.lognormal(0.0, SCATTER)
     noise = cv * (2.0 if load > 1.0 else 1.0)
     sigma = math.sqrt(math.log1p(noise**2))
     return list(median * slowed * rng.lognormal(0.0, sigma, n))

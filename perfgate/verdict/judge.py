@@ -84,13 +84,19 @@ def _verdict_of(e: Evidence, thresholds: Thresholds) -> GateResult:
     details: tuple[str, ...] = ()
     shift = None
     if e.shift and decision.verdict.slower:
-        shift = e.shift.describe()
         against = replace(judged, threshold=e.shift.threshold(case.value))
-        if not decide(_with_comparisons(against, e, e.shift)).verdict.slower:
-            message = f"{e.shift.within(decision.comparison)}; {decision.message}"
-            return GateResult(verdict=Verdict.UNCHANGED, message=message,
+        session = decide(_with_comparisons(against, e, e.shift))
+        if session.verdict is Verdict.NOT_GATED:  # against the session: neither shown nor not
+            shift = e.shift.describe()
+            message = f"{session.message} (against this session's movement: {shift})"
+            return GateResult(verdict=Verdict.NOT_GATED, message=message, reason=session.reason,
                               comparison=decision.comparison, shift=shift, **row)  # fmt: skip
-        details = (e.shift.beyond(),)
+        if not session.verdict.slower:
+            message = f"{e.shift.within(decision.comparison)}; {decision.message}"
+            return GateResult(verdict=Verdict.UNCHANGED, message=message, shift=e.shift.describe(),
+                              comparison=decision.comparison, **row)  # fmt: skip
+        if e.shift.together:
+            shift, details = e.shift.describe(), (e.shift.beyond(),)
     if decision.parts:  # attribution: what changed inside the case, from the stored profiles
         profile = e.baseline_profile
         details += tuple(line for part in decision.parts
@@ -205,14 +211,26 @@ def judge_all(cases: dict[str, Evidence], thresholds: Thresholds) -> list[GateRe
     """The verdict on each case of one session, worst first: each by ``judge_case``, against
     the session's machine-wide shift where most cases moved together (``verdict.shift``)."""
     first = {name: judge_case(replace(e, again=None), thresholds) for name, e in cases.items()}
-    found = machine.detect(list(first.values()))
+    walls = {
+        name
+        for name, result in first.items()
+        if machine.judged_on_wall_time(
+            result, bool(cases[name].before and cases[name].before.device_timed)
+        )
+    }
+    found = machine.detect([first[name] for name in walls])
     results = [
         first[name]
-        if found is None and e.again is None
-        else judge_case(replace(e, shift=found), thresholds)
+        if (found is None or name not in walls) and e.again is None
+        else judge_case(replace(e, shift=found if name in walls else None), thresholds)
         for name, e in cases.items()
     ]
     return sorted(results, key=_severity)
+
+
+def _on_wall_time(e: Evidence, result: GateResult) -> bool:
+    device_timed = e.before is not None and e.before.device_timed
+    return machine.judged_on_wall_time(result, device_timed)
 
 
 def _severity(result: GateResult) -> tuple[int, float, str]:

@@ -47,7 +47,7 @@ def counts(results: list[GateResult]) -> str:
 
 
 def machine_shift(results: list[GateResult]) -> str | None:
-    """The session's machine-wide shift, where the judge found one (``verdict.shift``)."""
+    """How the session moved as a whole, where that decided a case (``verdict.shift``)."""
     return next((r.shift for r in results if r.shift), None)
 
 
@@ -81,7 +81,7 @@ def terminal_lines(results: list[GateResult], changes: list, baseline: str) -> l
     """The counts, the environment difference, then every result not unchanged, by verdict."""
     lines = [f"perfgate gate against {baseline}: {counts(results)}"]
     if shift := machine_shift(results):
-        lines.append(f"  machine: {shift}")
+        lines.append(f"  session: {shift}")
     lines += [f"  environment: {what} {before} -> {now}" for what, before, now in changes]
     for verdict in LISTED:
         rows = [r for r in results if r.verdict is verdict]
@@ -102,7 +102,7 @@ def markdown(results: list[GateResult], changes: list, baseline: str) -> str:
     """A markdown summary: counts, environment difference, one table per verdict listed."""
     parts = ["# perfgate gate", "", f"Baseline: `{baseline}`. Result: {counts(results)}."]
     if shift := machine_shift(results):
-        parts += ["", f"Machine: {shift}."]
+        parts += ["", f"Session: {shift}."]
     if changes:
         parts += ["", "| environment | baseline | current |", "| --- | --- | --- |"]
         parts += [f"| {what} | {before} | {now} |" for what, before, now in changes]
