@@ -15,6 +15,7 @@ import pytest
 
 from perfgate import options
 from perfgate.fields import Field, RunField
+from perfgate.format import terminal
 
 GATE_NOT_RUN = 6  # exit status: the gate could not run (session.GATE_NOT_RUN)
 
@@ -48,7 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         config.pluginmanager.register(Asked(config), "perfgate-asked")
     except GateCannotRun as error:
-        pytest.exit(f"perfgate gate cannot run: {error}", returncode=GATE_NOT_RUN)
+        pytest.exit(f"perfgate gate cannot run: {terminal(error)}", returncode=GATE_NOT_RUN)
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -13,6 +13,7 @@ from helpers import FLAT, STEPPED, write_history
 from helpers import HISTORY_KEY as KEY
 
 from perfgate.cli import main
+from perfgate.format import markdown
 from perfgate.report.dashboard import page_path
 
 pytest.importorskip(
@@ -86,7 +87,7 @@ def test_a_confirmed_regression_of_the_gate_is_linked_with_its_trend(history, tm
     assert status == 0, err
     first, blank, line = out.splitlines()[:3]
     assert first.startswith("Confirmed regressions") and blank == ""
-    assert line.startswith(f"- [{name}](https://pages/{STEPPED_PAGE})")
+    assert line.startswith(f"- [{markdown(name)}](https://pages/{STEPPED_PAGE})")
     assert "+4.2 %" in line and "over 20 runs" in line
     trend = re.search(r"`([▁▂▃▄▅▆▇█]+)`", line).group(1)
     assert len(trend) == 20  # runs 5..24 of a history that stepped up at run 13

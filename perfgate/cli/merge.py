@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from perfgate import format as fmt
 from perfgate import store
 from perfgate.cli.guard import CommandError
 from perfgate.fields import RunField
@@ -53,7 +54,7 @@ def run_merge(args: argparse.Namespace, out, err) -> int:
     try:
         merged = merge_shards(runs)
     except MergeError as error:
-        print(f"perfgate merge: refused: {error}", file=err)
+        print(f"perfgate merge: refused: {fmt.terminal(error)}", file=err)
         return MERGE_REFUSED
     cases = len(merged["benchmarks"])
     if args.out:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from perfgate import _pytest_benchmark, options, store
+from perfgate import format as fmt
 from perfgate.benchmark import Run
 from perfgate.store import baseline
 from perfgate.store import schema as run_schema
@@ -187,7 +188,9 @@ def require_samples(members: list[Run]) -> None:
 
 
 def warn(config: pytest.Config, line: str) -> None:
-    """One yellow line in pytest's terminal (printed where there is none)."""
+    """One yellow line in pytest's terminal (printed where there is none); stored text in it
+    is escaped (``format.terminal``)."""
+    line = fmt.terminal(line)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(line, yellow=True)

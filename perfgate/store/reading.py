@@ -9,6 +9,7 @@ import os
 import re
 from pathlib import Path
 
+from perfgate import format as fmt
 from perfgate.benchmark import Run, RunFormatError, run_from_json
 from perfgate.fields import with_bounded_data
 from perfgate.store import schema as run_schema
@@ -19,6 +20,9 @@ SAVE_HINT = "record one with `pytest perf_tests --benchmark-save=NAME`"
 
 class StoreError(Exception):
     """A run file or store folder that cannot be used; the message names it and what to do."""
+
+    def __str__(self) -> str:  # it quotes stored text (names, paths): never a terminal control
+        return fmt.terminal(super().__str__())
 
 
 class NoSuchRun(StoreError):
