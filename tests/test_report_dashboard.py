@@ -222,3 +222,9 @@ def test_another_projects_benchmarks_folder_is_read_without_baselines(tmp_path, 
     assert status == 0, err
     index = (tmp_path / "site" / "index.html").read_text()
     assert f"<h2>{folder.parent.name}</h2>" in index and "test_kernel[cpu-stepped]" in index
+
+
+def test_a_page_name_fits_a_file_name_however_long_the_benchmark_name():
+    long_name = "perf_tests/test_x.py::test_k[" + "a" * 1000 + "]"
+    name = page_path("..", long_name).split("/")
+    assert name[0] == "unknown" and len(name[1].encode()) < 255  # never a folder above --out

@@ -15,6 +15,7 @@ from perfgate.fields import Field
 from perfgate.format import slug
 
 T = TypeVar("T")
+STEM_CHARACTERS = 100  # of a benchmark's name in its file names (a file name holds 255 bytes)
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,8 @@ def file_stem(fullname: str) -> str:
     hash of its full id, so that ``a/test_io.py::test_read[small]`` and
     ``b/test_net.py::test_read[small]`` never share a file."""
     digest = hashlib.sha1(fullname.encode("utf-8")).hexdigest()[:8]
-    return f"{slug(fullname.split('::')[-1], 'plot')}-{digest}"
+    readable = slug(fullname.split("::")[-1], "plot")[:STEM_CHARACTERS].rstrip("-")
+    return f"{readable}-{digest}"
 
 
 def shape_text(shape: Sequence[int] | None) -> str:
