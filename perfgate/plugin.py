@@ -128,6 +128,7 @@ class Asked:
             from perfgate import _pytest_benchmark
 
             _pytest_benchmark.drop_unmeasured(self.config)
+            self.state.interrupts.hold(session)  # nothing left to stop: save and report first
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item):
@@ -213,9 +214,9 @@ def start(config: pytest.Config, use_cuda: bool):
     from perfgate.measure import machine, nvml
     from perfgate.measure import mode as measure_mode
     from perfgate.session import baseline
+    from perfgate.session.interrupts import Interrupts
     from perfgate.session.saver import Saver
     from perfgate.session.state import KEY, SessionState
-    from perfgate.store import saving
 
     worker, controller = workers.configure(config, use_cuda)  # -n: pin, merge (xdist)
     read = options.read(config)  # after a worker turned its saving off: the controller saves
@@ -228,14 +229,16 @@ def start(config: pytest.Config, use_cuda: bool):
     mode = config.stash[measure_mode.KEY] = measure_mode.Mode(profile_dir=read.profile)
     _check_histogram(config)
     outputs.check_session_outputs(config)
-    saving.interrupt_on_sigterm(config)
+    interrupts = Interrupts(config)
+    interrupts.start()
     thresholds = gate.thresholds_from(config) if read.gate else None  # usage errors first
     instruction_cases.check(read)
     key = instruction_cases.storage_key(read) or machine.hardware_key(use_cuda)
     choice = baseline.choose(config, key, read.gate)
     saver = Saver(config, choice, key)
     shard = sharding.selection(read.shard, choice.key_folder)  # a usage error for a bad value
-    state = SessionState(config, read, key, choice, saver, mode, clocks, shard, worker, controller)
+    state = SessionState(config, read, key, choice, saver, mode, interrupts, clocks, shard, worker,
+                         controller)  # fmt: skip
     if read.gate:
         gate_class = workers.gate_class(worker, controller)
         state.gate = gate_class(config, read, choice, saver, thresholds, mode, shard)

@@ -134,6 +134,43 @@ def test_ctrl_c_during_the_save_finishes_it_and_exits_2(bench_project):
     assert len(saved_runs(bench_project)) == 1 and unsaved(bench_project) == []
 
 
+# a conftest that signals its own process in one hook after the main loop: a CI runner's cancel
+# in the moments after [100%] (before pytest-benchmark saves, in the summary, at unconfigure)
+SIGNAL_IN_HOOK = """
+import os, signal, pytest
+
+def send():
+    os.kill(os.getpid(), signal.{signal})
+
+if "{hook}" == "pytest_sessionfinish":
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_sessionfinish(session):
+        send()
+        yield
+elif "{hook}" == "pytest_terminal_summary":
+    def pytest_terminal_summary(terminalreporter):
+        send()
+else:
+    def pytest_unconfigure(config):
+        send()
+"""
+
+
+@pytest.mark.parametrize(
+    "number, hook",
+    [("SIGTERM", "pytest_sessionfinish"), ("SIGTERM", "pytest_terminal_summary"),
+     ("SIGTERM", "pytest_unconfigure"), ("SIGINT", "pytest_sessionfinish")],
+)  # fmt: skip
+def test_a_signal_after_the_last_test_saves_the_run_first_and_exits_2(bench_project, hook, number):
+    assert run(bench_project, "--benchmark-save=base").ret == 0
+    bench_project.makeconftest(SIGNAL_IN_HOOK.format(signal=number, hook=hook))
+    result = run(bench_project, "--perf-gate", "--benchmark-save=after")
+    assert_one_line(result, pytest.ExitCode.INTERRUPTED, f"perfgate: {number} after the last test")
+    assert [p.name for p in saved_runs(bench_project)] == ["0001_base.json", "0002_after.json"]
+    assert unsaved(bench_project) == []
+    assert (bench_project.path / "perfgate-results" / "gate.md").exists()
+
+
 def test_when_even_the_project_folder_is_full_the_run_goes_to_the_temporary_folder(
     tmp_path, monkeypatch
 ):

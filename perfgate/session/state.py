@@ -26,6 +26,7 @@ class SessionState:
     choice: perfgate.session.baseline.BaselineChoice
     saver: perfgate.session.saver.Saver
     mode: perfgate.measure.mode.Mode
+    interrupts: perfgate.session.interrupts.Interrupts
     clocks: tuple[str, bool] = ("", False)  # --perf-lock-clocks: the header line, whether locked
     shard: perfgate.sharding.ShardSelection | None = None
     worker: perfgate.workers.Worker | None = None  # an xdist worker, merged by the controller

@@ -105,22 +105,6 @@ def _why(error: Exception) -> str:
     return str(error)
 
 
-def interrupt_on_sigterm(config) -> None:
-    """For this pytest session, SIGTERM (a CI runner's timeout) interrupts as Ctrl-C does, so
-    the run measured so far is put aside instead of lost; restored when the session ends."""
-    main = threading.current_thread() is threading.main_thread()
-    if not main or hasattr(config, "workerinput"):  # an xdist worker: its controller decides
-        return
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return
-
-    def interrupt(number, frame):
-        raise KeyboardInterrupt("SIGTERM")
-
-    signal.signal(signal.SIGTERM, interrupt)
-    config.add_cleanup(lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
-
-
 @contextlib.contextmanager
 def held_signals():
     """Hold SIGINT and SIGTERM until the block ends; yields the list of signals received."""
