@@ -193,7 +193,7 @@ def read(config: pytest.Config) -> Options:
         profile=Path(option.perf_profile) if option.perf_profile else None,
         store_profiles=option.perf_store_profiles,
         lock_clocks=bool(option.perf_lock_clocks),
-        shard=option.perf_shard or None,
+        shard=option.perf_shard,
         saves=bool(getattr(option, "benchmark_save", None))
         or bool(getattr(option, "benchmark_autosave", None)),
     )
@@ -218,12 +218,18 @@ def baselines_root(config: pytest.Config) -> Path | None:
     ini setting perfgate_baselines (from the ini file's folder); None: pytest-benchmark's own."""
     given = config.getoption("--perf-baselines")
     if given:
-        return Path(given).expanduser().resolve()
+        return _real(Path(given).expanduser())
     configured = config.getini("perfgate_baselines")
     if not configured:
         return None
     base = config.inipath.parent if config.inipath else config.rootpath
-    return (base / os.path.expanduser(configured)).resolve()
+    return _real(base / os.path.expanduser(configured))
+
+
+def _real(path: Path) -> Path:
+    """The absolute path with symlinks followed; a symlink loop is left as it is (and named by
+    whoever uses it), never a RuntimeError as ``Path.resolve`` raises on Python 3.11."""
+    return Path(os.path.realpath(path))
 
 
 def test_paths(config: pytest.Config) -> str:

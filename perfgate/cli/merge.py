@@ -3,7 +3,10 @@ written to ``--out`` and/or saved into the store (``--save NAME``), for the gate
 
 Exit status: 0 merged; MERGE_REFUSED (3) with one line when the runs are not the N shards of one
 run (another hardware key or commit, a case in two shards, a shard missing or given twice, a run
-that is no shard); 2 for an unreadable run or an output that cannot be written.
+that is no shard); 2 for an unreadable or badly typed run (checked as the store checks every
+run: a shard I/N that names no part, a hardware key that is no folder name, a commit that is no
+string) or an output that cannot be written. The merged run keeps at most KEPT_ROUNDS rounds a
+case, as every run perfgate saves, and is saved only inside ``--baselines``.
 """
 
 from __future__ import annotations

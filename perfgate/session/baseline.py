@@ -64,6 +64,9 @@ def storage_folder(config: pytest.Config, key: str) -> Path:
             "drop the --perf-* options (and perfgate = true) to use this storage"
         )
     root = options.baselines_root(config)
+    if root is not None and (problem := store.folder_problem(root)):
+        _refuse(config, f"the baseline root {problem}; point --perf-baselines (or "
+                "perfgate_baselines) at a folder")  # fmt: skip
     if not _per_hardware(config):
         folder = Path(storage.removeprefix("file://")).expanduser().resolve()
         if (folder / key).is_dir():
