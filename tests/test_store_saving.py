@@ -262,3 +262,11 @@ def test_a_disk_full_when_the_gate_writes_its_summary_is_one_line(bench_project)
     result = run(bench_project, "--perf-gate")
     assert_one_line(result, pytest.ExitCode.OK, "could not write")
     assert "No space left on device" in result.stdout.str()
+
+
+@pytest.mark.parametrize("asked, status", [("--perf-gate", 6), ("--benchmark-save=x", 4)])
+def test_a_baselines_folder_that_links_to_itself_is_one_line(bench_project, asked, status):
+    (bench_project.path / "loop").symlink_to(bench_project.path / "loop")
+    result = run(bench_project, "--perf-baselines=loop", asked)
+    assert_one_line(result, status, "loop cannot be read as a folder: Too many levels of symbolic")
+    assert not (bench_project.path / "ran").exists()
