@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shutil
 import sys
@@ -228,3 +229,31 @@ def test_a_page_name_fits_a_file_name_however_long_the_benchmark_name():
     long_name = "perf_tests/test_x.py::test_k[" + "a" * 1000 + "]"
     name = page_path("..", long_name).split("/")
     assert name[0] == "unknown" and len(name[1].encode()) < 255  # never a folder above --out
+
+
+def test_the_site_folder_follows_the_umask(history, tmp_path):
+    old = os.umask(0o022)
+    try:
+        status, _, err = perfgate("dashboard", "--out", str(tmp_path / "site"), "--baselines",
+                                  str(history))  # fmt: skip
+    finally:
+        os.umask(old)
+    assert status == 0, err
+    assert (tmp_path / "site").stat().st_mode & 0o777 == 0o755
+
+
+@pytest.mark.parametrize("key", ["..", "../../elsewhere", "/tmp/elsewhere"])
+def test_a_run_whose_hardware_key_is_no_folder_name_writes_nothing_outside_out(
+    history, tmp_path, key
+):
+    night = next(history.rglob("0024_nightly.json"))
+    data = json.loads(night.read_text())
+    data["machine_info"]["perfgate"]["hardware_key"] = key
+    given = tmp_path / "work" / "night.json"
+    given.parent.mkdir()
+    given.write_text(json.dumps(data))
+    site = tmp_path / "work" / "out" / "site"
+    status, _, err = perfgate("dashboard", "--out", str(site), "--baselines", str(history),
+                              str(given))  # fmt: skip
+    assert status == 2 and f"hardware_key {key!r} cannot be a folder name" in err, err
+    assert not list(tmp_path.rglob("*.html"))

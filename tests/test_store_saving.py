@@ -248,6 +248,43 @@ def test_kill_9_in_the_middle_of_a_save_blocks_nothing(tmp_path):
     assert sorted(p.name for p in key.rglob("*")) == ["0001_after-kill.json", "m"]
 
 
+KILLED_PUT_ASIDE = """
+import sys, time
+from pathlib import Path
+from perfgate.store import owners, saving
+def stuck(file, path, text, mode=None):
+    file.write(text[: len(text) // 2])
+    file.flush()
+    Path(sys.argv[2]).write_text("half written")
+    time.sleep(60)
+owners.fill = stuck
+saving.put_aside({"benchmarks": [], "padding": "x" * 100000}, "killed", Path(sys.argv[1]))
+"""
+
+
+def test_kill_9_while_a_run_is_put_aside_leaves_no_file_named_like_a_run(tmp_path):
+    marker = tmp_path / "half"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1]))
+    child = subprocess.Popen([sys.executable, "-c", KILLED_PUT_ASIDE, str(tmp_path), str(marker)],
+                             env=env)  # fmt: skip
+    while not marker.exists():
+        assert child.poll() is None, "the child died before writing"
+        time.sleep(0.01)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    folder = tmp_path / saving.UNSAVED
+    assert not list(folder.glob("*_killed.json")) and len(list(folder.glob(".saving-*"))) == 1
+    kept = saving.put_aside(_run_json(), "next", tmp_path)  # removes what the dead one left
+    assert [p.name for p in folder.iterdir()] == [kept.name] and kept.name.endswith("_next.json")
+
+
+def test_a_session_that_saves_nothing_leaves_no_empty_hardware_folder(bench_project):
+    (bench_project.path / "bl").mkdir()
+    for options in (["--benchmark-disable"], []):
+        assert run(bench_project, "--perf-baselines=bl", *options).ret == 0
+        assert list((bench_project.path / "bl").iterdir()) == []
+
+
 def test_a_disk_full_when_the_gate_writes_its_summary_is_one_line(bench_project):
     assert run(bench_project, "--benchmark-save=base").ret == 0
     bench_project.makeconftest("""

@@ -20,6 +20,7 @@ from perfgate import format as fmt
 from perfgate.format import MISSING, fmt_change, fmt_percent, fmt_time, html, slug
 from perfgate.report.common import file_stem
 from perfgate.report.dashboard_page import benchmark_page, page, step_cell, table
+from perfgate.store import owners
 from perfgate.store import schema as run_schema
 from perfgate.verdict import steps as changepoints
 
@@ -51,15 +52,9 @@ def _prepare(out: Path) -> Path:
         )
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
-    staging.chmod(0o777 & ~_umask())  # mkdtemp makes it 0700; the site is the user's folder
+    staging.chmod(0o777 & ~owners.umask())  # mkdtemp makes it 0700; the site is the user's folder
     (staging / MARKER).write_text("built by perfgate dashboard; safe to delete and rebuild\n")
     return staging
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _replace(out: Path, staging: Path) -> None:
@@ -148,8 +143,8 @@ def build(grouped: dict, extra: Sequence[Path], out: Path, err=None) -> tuple[Pa
 def _write_site(out: Path, grouped: dict, extra: Sequence[Path], err) -> list:
     """Every page, the index and plotly into ``out``; returns the steps ``extra`` revealed."""
     (out / "plotly.min.js").write_text(_plotly_js(), encoding="utf-8")
-    given = {Path(p).resolve() for p in extra}
-    new = [run for runs in grouped.values() for run in runs if run.path.resolve() in given]
+    given = {os.path.realpath(p) for p in extra}
+    new = [run for runs in grouped.values() for run in runs if os.path.realpath(run.path) in given]
     since = min(run_schema.recorded_at(run) for run in new) if new else None
     sections, open_steps, revealed = [], [], []
     for hardware, runs in grouped.items():

@@ -10,6 +10,8 @@ same as the CLI's.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,6 +84,13 @@ def storage_folder(config: pytest.Config, key: str) -> Path:
     return baseline.key_folder(root, key)
 
 
+def _remove_empty(folder: Path) -> None:
+    """Remove ``folder`` and the folders in it when no file was saved there."""
+    for place in [*sorted(folder.glob("*"), reverse=True), folder]:
+        with contextlib.suppress(OSError):  # holds a file (or is one): kept
+            place.rmdir()
+
+
 def _refuse(config: pytest.Config, message: str) -> None:
     """Exit 6 under the gate (it cannot run), else a usage error (exit 4)."""
     if config.getoption("--perf-gate"):
@@ -115,6 +124,8 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
         _check(store.check_save_name, config.option.benchmark_save)
     folder = storage_folder(config, key)
     per_hardware = _per_hardware(config)
+    if not os.path.lexists(folder):  # pytest-benchmark's storage makes it: not for nothing
+        config.add_cleanup(lambda: _remove_empty(folder))
     config.option.benchmark_storage = f"file://{folder}"
     config.option.benchmark_save_data = True  # per-round samples: the gate needs them later
     choice = BaselineChoice(folder, gate, per_hardware)
