@@ -213,6 +213,31 @@ def asked(config: pytest.Config) -> bool:
     )
 
 
+PATH_OPTIONS = ("--perf-baselines", "--perf-gate-report", "--perf-profile")
+
+
+def check_given_apart(config: pytest.Config) -> None:
+    """UsageError when a path option written apart from its value (``--perf-baselines DIR``)
+    moved pytest's rootdir: pytest picks its rootdir and configuration file before it knows
+    perfgate's options, taking DIR for a test path, so a DIR outside the project moves the rootdir
+    up to a common ancestor (the project's own configuration unread, test ids changed)."""
+    if config.option.rootdir or config.option.inifilename:
+        return
+    here = Path(os.path.realpath(config.invocation_params.dir))
+    args = list(config.invocation_params.args)
+    for flag, value in zip(args, args[1:], strict=False):
+        path = here / os.path.expanduser(value)
+        if flag not in PATH_OPTIONS or not path.exists() or _real(path).is_relative_to(here):
+            continue
+        ini, root = config.inipath, Path(os.path.realpath(config.rootpath))
+        if (root != here) if ini is None else not here.is_relative_to(_real(ini.parent)):
+            raise pytest.UsageError(
+                f"{flag} {value}: write {flag}={value} (with '='): given apart, pytest took "
+                f"{value} for a test path and chose the rootdir {root}, above this project "
+                "(its pytest configuration unread)"
+            )
+
+
 def baselines_root(config: pytest.Config) -> Path | None:
     """The root of per-hardware folders: --perf-baselines (from the current folder), else the
     ini setting perfgate_baselines (from the ini file's folder); None: pytest-benchmark's own."""

@@ -218,6 +218,7 @@ def start(config: pytest.Config, use_cuda: bool):
     from perfgate.session.saver import Saver
     from perfgate.session.state import KEY, SessionState
 
+    options.check_given_apart(config)  # `--perf-baselines DIR` moved pytest's rootdir
     worker, controller = workers.configure(config, use_cuda)  # -n: pin, merge (xdist)
     read = options.read(config)  # after a worker turned its saving off: the controller saves
     clocks = ("", False)

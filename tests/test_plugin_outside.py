@@ -188,3 +188,17 @@ def test_a_200000_round_run_is_saved_with_bounded_rounds_and_exact_stats(project
     monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.000002")
     result = run(project, "test_many.py", "--perf-gate")
     assert result.ret == 1 and "Confirmed regressions" in output_of(result), output_of(result)
+
+
+def test_a_baselines_folder_outside_the_project_given_apart_is_refused_with_the_fix(project):
+    outside = project.path.parent / f"{project.path.name}-baselines"
+    outside.mkdir()
+    result = run(project, "--perf-baselines", str(outside), "--benchmark-save=kept")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output_of(result)
+    assert f"write --perf-baselines={outside} (with '=')" in output_of(result)
+    assert "Traceback" not in output_of(result) and not (project.path / "ran").exists()
+    result = run(project, f"--perf-baselines={outside}", "--benchmark-save=kept")
+    assert result.ret == 0 and f"rootdir: {project.path}" in output_of(result)
+    assert len(runs_in(outside)) == 1 and not (project.path.parent / "perfgate-results").exists()
+    inside = run(project, "--perf-baselines", "baselines", "--benchmark-save=inside")
+    assert inside.ret == 0, output_of(inside)  # inside the project, given apart: no harm

@@ -9,17 +9,16 @@ data); this module checks perfgate's additions (``machine_info.perfgate``, each 
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta, timezone
 
 from perfgate.benchmark import Benchmark, Field, Run, RunFormatError
 from perfgate.fields import Declared, RunField, shard_problem
+from perfgate.format import slug
 
 # pytest-benchmark's comparison table reads these stats of a compared run (its default columns)
 TABLE_STATS = ("min", "max", "mean", "stddev", "median", "iqr", "ops", "rounds", "iterations")
 FUTURE_SLACK = timedelta(minutes=10)  # clocks of two machines may disagree by this much
 OLDEST = datetime.min.replace(tzinfo=timezone.utc)
-NOT_IN_A_FOLDER_NAME = re.compile(r"[/\\\x00-\x1f\x7f]")  # a separator or a control character
 
 
 def recorded_at(run: Run) -> datetime:
@@ -73,12 +72,16 @@ def check(run: Run) -> None:
 
 def folder_name_problem(name: object) -> str | None:
     """Why ``name`` cannot be one folder of the store (a hardware key, a machine id): it must be
-    a non-empty string other than '.' and '..', with no '/', '\\' or control character, so that
-    a run saved or a page written under it stays in the folder chosen; None when it can."""
+    a name as perfgate makes them (``format.slug``: letters, digits, '.', '_' and '-', not
+    starting with '.'), so that a run saved or a page written under it stays in the folder
+    chosen, and the name is plain text wherever it is shown; None when it can."""
     if not isinstance(name, str):
         return "must be a string"
-    if name in ("", ".", "..") or NOT_IN_A_FOLDER_NAME.search(name):
-        return f"{name!r} cannot be a folder name (no '/', '\\', control characters, '.' or '..')"
+    if name != slug(name):
+        return (
+            f"{name!r} cannot be a folder name (letters, digits, '.', '_' and '-' only, not "
+            "starting with '.')"
+        )
     return None
 
 
