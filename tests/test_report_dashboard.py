@@ -257,3 +257,21 @@ def test_a_run_whose_hardware_key_is_no_folder_name_writes_nothing_outside_out(
                               str(given))  # fmt: skip
     assert status == 2 and f"hardware_key {key!r} cannot be a folder name" in err, err
     assert not list(tmp_path.rglob("*.html"))
+
+
+def test_pages_of_one_test_name_in_two_modules_have_their_own_titles(tmp_path):
+    folder = write_history(tmp_path / "baselines", runs=6, step_at=3)
+    for path in folder.glob("*.json"):
+        data = json.loads(path.read_text())
+        twin = json.loads(json.dumps(data["benchmarks"][0]))
+        twin["fullname"] = twin["fullname"].replace("test_synthetic.py", "test_other.py")
+        data["benchmarks"].append(twin)
+        path.write_text(json.dumps(data))
+    site = tmp_path / "site"
+    status, _, err = perfgate(
+        "dashboard", "--out", str(site), "--baselines", str(tmp_path / "baselines")
+    )
+    assert status == 0, err
+    pages = [p for p in site.rglob("*.html") if p.name != "index.html"]
+    titles = {re.search("<title>(.*)</title>", p.read_text()).group(1) for p in pages}
+    assert len(pages) == 3 and len(titles) == 3
