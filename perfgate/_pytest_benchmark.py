@@ -15,6 +15,7 @@ import pytest
 
 from perfgate.benchmark import Run, run_from_json
 from perfgate.fields import Field, kept
+from perfgate.store.writing import unserializable
 
 DEFAULT_STORAGE = "file://./.benchmarks"  # pytest-benchmark's default --benchmark-storage
 
@@ -104,7 +105,7 @@ def _as_json(config: pytest.Config, results: list) -> dict:
     return {
         "machine_info": machine_info(config),
         "commit_info": {},
-        "benchmarks": json.loads(json.dumps(entries, default=str)),
+        "benchmarks": json.loads(json.dumps(entries, default=unserializable)),
         "datetime": datetime.now(timezone.utc).isoformat(),
     }
 
@@ -123,7 +124,7 @@ def session_json(config: pytest.Config) -> dict:
     config.hook.pytest_benchmark_update_json(
         config=config, benchmarks=_session(config).benchmarks, output_json=output
     )
-    return json.loads(json.dumps(output, default=str))
+    return json.loads(json.dumps(output, default=unserializable))
 
 
 def time_under_xdist(config: pytest.Config) -> None:

@@ -9,7 +9,7 @@ of ``Benchmark`` below.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -41,6 +41,7 @@ class Benchmark(StoredFields):
     extra_info: dict = field(default_factory=dict)
     stored_median: float | None = None  # the JSON's stats.median: used only without samples
     measured_rounds: int | None = None  # the JSON's stats.rounds, when more than the samples
+    run_gpu: dict | None = None  # the GPU its run recorded (machine_info.perfgate.gpu)
 
     @property
     def rounds(self) -> int:
@@ -144,8 +145,9 @@ class Benchmark(StoredFields):
 
     @property
     def gpu(self) -> dict | None:
-        """The GPU that timed the case under pytest-xdist; None without workers."""
-        return self.record(Field.GPU)
+        """The GPU that timed the case: its own (a pytest-xdist worker's, in a merged run), else
+        its run's; None when neither recorded one (the CPU, or an older run)."""
+        return self.record(Field.GPU) or self.run_gpu
 
 
 def benchmark_from_json(entry: object, where: str) -> Benchmark:
@@ -209,6 +211,12 @@ class Run:
         return self.path.parent.parent.name if self.path else "?"
 
     @property
+    def format(self) -> int:
+        """The run format of the perfgate that wrote it (0: older, or pytest-benchmark alone)."""
+        value = self.perfgate.get(RunField.FORMAT, 0)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+    @property
     def recorded_key(self) -> str | None:
         """The hardware key the run recorded; None for a run saved by pytest-benchmark alone."""
         return self.perfgate.get(RunField.HARDWARE_KEY) or None
@@ -268,29 +276,8 @@ def run_from_json(data: object, path: Path | None) -> Run:
     machine_info, commit_info = data.get("machine_info") or {}, data.get("commit_info") or {}
     if not isinstance(machine_info, dict) or not isinstance(commit_info, dict):
         raise RunFormatError(f"{where}: machine_info and commit_info must be objects")
+    ours = machine_info.get(RunField.PERFGATE)
+    gpu = ours.get(RunField.GPU) if isinstance(ours, dict) else None
+    if isinstance(gpu, dict):
+        benchmarks = {name: replace(b, run_gpu=gpu) for name, b in benchmarks.items()}
     return Run(path, str(data.get("datetime") or ""), machine_info, commit_info, benchmarks)
-
-
-@dataclass(frozen=True)
-class Ratio:
-    """A same-run ratio declared on a test, for the gate.
-
-    Either a ratio to a reference case of the same test: ``key`` names the parameter that differs
-    and ``reference`` its value in the reference case (``Ratio("speedup over naive",
-    key="implementation", reference="naive")``); with ``higher_is_better`` the ratio is
-    reference / this (a speedup), else this / reference (a relative latency). Or an ``extra_info``
-    field the test stores that already is a ratio (``Ratio("fraction of copy", field=...)``).
-    """
-
-    name: str
-    key: str | None = None
-    reference: object = None
-    field: str | None = None
-    higher_is_better: bool = True
-
-    def __post_init__(self) -> None:
-        if (self.key is None) == (self.field is None):
-            raise ValueError(f"Ratio {self.name!r}: give either key and reference, or field")
-
-    def as_json(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if v is not None}

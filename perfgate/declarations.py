@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from perfgate.benchmark import Ratio
-from perfgate.fields import Declared
+from perfgate.fields import Declared, Ratio
 from perfgate.verdict.thresholds import parse_fraction
 
 KEYWORDS = {Declared.FAMILY, Declared.THRESHOLD, Declared.RATIOS}  # the marker's, stored alike

@@ -9,6 +9,7 @@ The lab's own facts that a test records (``implementation``, ``batch``, ...) are
 from __future__ import annotations
 
 import re
+from dataclasses import asdict, dataclass
 
 # Per-round data a run keeps per benchmark: at most this many rounds, evenly spaced in the order
 # they were measured (so the noise blocks of verdict.noise stay in order). The verdict's
@@ -43,7 +44,7 @@ class Field:
     EAGER_HOST_BOUND = "eager_host_bound"  # the same, for the case run eagerly (not in a graph)
     SM_CLOCK_MHZ = "sm_clock_mhz"  # the SM clock read after each round (NVML)
     REDUCED_CLOCK_ROUNDS = "reduced_clock_rounds"  # rounds below REDUCED_CLOCK_FRACTION
-    GPU = "gpu"  # the GPU that timed the case under pytest-xdist: index, physical index, uuid
+    GPU = "gpu"  # the GPU that timed the case, in a merged run (Gpu: indices, uuid, name)
     WORKER, SHARD = "worker", "shard"  # the part of a merged run the case came from
     PROFILE = "profile"  # the compact per-kernel record of a profiled case
     LAUNCH_COUNTS = "launch_counts"  # kernel launches, graph launches and nodes per call
@@ -66,9 +67,11 @@ class Field:
 
 
 class Gpu:
-    """Keys of ``Field.GPU``: the GPU a pytest-xdist worker timed its cases on."""
+    """Keys of the GPU a process timed on (``RunField.GPU``; ``Field.GPU`` of a merged run's
+    cases): the device torch used, found in NVML by its UUID (``measure.gpu``)."""
 
-    INDEX, PHYSICAL_INDEX, UUID = "index", "physical_index", "uuid"  # visible, physical, NVML's
+    INDEX, PHYSICAL_INDEX = "index", "physical_index"  # CUDA's (visible) index, NVML's (physical)
+    UUID, NAME = "uuid", "name"  # "GPU-<uuid>" (nvidia-smi -L's), the model's name
 
 
 class Profile:
@@ -86,10 +89,14 @@ class Declared:
     RATIOS = "ratios"  # same-run ratios (``Ratio.as_json``) the gate judges
 
 
+RUN_FORMAT = 1  # the format of the runs this perfgate writes; older ones migrate when read
+
+
 class RunField:
     """Fields of a run's ``machine_info["perfgate"]`` (``RunField.PERFGATE``), by the plugin."""
 
     PERFGATE = "perfgate"
+    FORMAT = "format"  # RUN_FORMAT of the perfgate that wrote the run (absent: 0)
     HARDWARE_KEY = "hardware_key"  # the hardware folder the run belongs in
     SOFTWARE = "software"  # python, torch, triton, cuda, cudnn versions
     GPU_HEALTH = "gpu_health"  # available, trusted, untrusted_reasons, driver_version
@@ -97,7 +104,7 @@ class RunField:
     HOST_MALLOC = "host_malloc"  # the host allocator setting of the suite
     TIER = "tier"  # the suite's --perf-tier
     SHARD = "shard"  # --perf-shard I/N: {"index": I, "count": N}
-    GPU = "gpu"  # a pytest-xdist worker's GPU (Field.GPU of each of its cases)
+    GPU = "gpu"  # the GPU this process timed on (Gpu); a merged run: each case's Field.GPU
 
 
 class Clock:
@@ -220,3 +227,28 @@ def with_bounded_data(run_json: dict) -> dict:
 
 def _bounded(entry: object) -> object:
     return with_rounds_kept(entry) if isinstance(entry, dict) else entry
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """A same-run ratio declared on a test, for the gate.
+
+    Either a ratio to a reference case of the same test: ``key`` names the parameter that differs
+    and ``reference`` its value in the reference case (``Ratio("speedup over naive",
+    key="implementation", reference="naive")``); with ``higher_is_better`` the ratio is
+    reference / this (a speedup), else this / reference (a relative latency). Or an ``extra_info``
+    field the test stores that already is a ratio (``Ratio("fraction of copy", field=...)``).
+    """
+
+    name: str
+    key: str | None = None
+    reference: object = None
+    field: str | None = None
+    higher_is_better: bool = True
+
+    def __post_init__(self) -> None:
+        if (self.key is None) == (self.field is None):
+            raise ValueError(f"Ratio {self.name!r}: give either key and reference, or field")
+
+    def as_json(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}

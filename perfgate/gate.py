@@ -24,7 +24,7 @@ from perfgate.measure import launch_counts
 from perfgate.measure.mode import Mode
 from perfgate.options import Options
 from perfgate.reruns import run_again, say
-from perfgate.session.baseline import GATE_NOT_RUN, BaselineChoice
+from perfgate.session.baseline import FIRST_BASELINE, GATE_NOT_RUN, BaselineChoice
 from perfgate.session.saver import Saver
 from perfgate.sharding import ShardSelection
 from perfgate.verdict import summary
@@ -92,7 +92,14 @@ class GateSession:
 
     def check(self, items: list[pytest.Item]) -> None:
         """Before the run (after -k/-m and shard selection): something to gate, or ``problem``
-        and no items."""
+        and no items; or, with no baseline yet and a save asked, the first baseline to record."""
+        if self.choice.first:
+            self.lines = [
+                f"perfgate gate: nothing to gate yet: {self.choice.first}; this run is saved as "
+                f"the first baseline, which the next --perf-gate compares with (exit "
+                f"{FIRST_BASELINE})"
+            ]
+            return
         known = set()
         for item in items:
             known.add(test_name(item))
@@ -128,8 +135,10 @@ class GateSession:
             self.lines = ["perfgate gate: not run, because tests failed or the session stopped"]
 
     def current(self, session: pytest.Session) -> Run | None:
-        """The run to judge (None: nothing to judge, ``problem`` says why)."""
-        return None if self.problem else _pytest_benchmark.current_run(self.config)
+        """The run to judge (None: nothing to judge, ``problem`` or the first save says why)."""
+        if self.problem or self.choice.first:
+            return None
+        return _pytest_benchmark.current_run(self.config)
 
     def confirm(self, session: pytest.Session, current: Run) -> Run | None:
         """Judge; re-run what looks slower: the re-runs (their JSON in ``confirmation_json``)."""
@@ -227,6 +236,10 @@ class GateSession:
 
     def exit_status(self, session: pytest.Session) -> None:
         if session.exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.USAGE_ERROR):
+            return
+        if self.choice.first:  # a failed test, or a save that failed (7), says more than 8
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = FIRST_BASELINE
             return
         if self.problem:
             session.exitstatus = GATE_NOT_RUN

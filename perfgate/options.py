@@ -10,6 +10,7 @@ module imports nothing but pytest, so an unasked session pays for nothing else.
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -205,12 +206,16 @@ def read(config: pytest.Config) -> Options:
 
 
 def asked(config: pytest.Config) -> bool:
-    """True when this session turns perfgate on: a --perf-* option, or ``perfgate = true``."""
+    """True when this session turns perfgate on: a --perf-* option given (even at its default
+    value, ``--perf-store-profiles=saved``), or ``perfgate = true``."""
     if config.getini("perfgate"):
         return True
-    return any(
-        getattr(config.option, dest, default) != default for dest, default in DEFAULTS.items()
-    )
+    if any(getattr(config.option, dest, default) != default for dest, default in DEFAULTS.items()):
+        return True
+    given = [*config.invocation_params.args, *shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))]
+    given += config.getini("addopts")
+    ours = {"--" + dest.replace("_", "-") for dest in DEFAULTS}
+    return any(str(argument).split("=")[0] in ours for argument in given)
 
 
 PATH_OPTIONS = ("--perf-baselines", "--perf-gate-report", "--perf-profile")

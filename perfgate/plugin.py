@@ -152,7 +152,7 @@ class Asked:
         saved before this hook without xdist); then the gate sets the exit status."""
         state = self.state
         if state.worker is not None:
-            state.worker.send_run()
+            state.worker.send_run(state.shard)
         if state.controller is not None:
             state.controller.save(session, state.saver, state.options.gate)
         if state.gate is not None:
@@ -219,10 +219,12 @@ def start(config: pytest.Config, use_cuda: bool):
     from perfgate.session.state import KEY, SessionState
 
     options.check_given_apart(config)  # `--perf-baselines DIR` moved pytest's rootdir
-    worker, controller = workers.configure(config, use_cuda)  # -n: pin, merge (xdist)
+    times_here = workers.times_here(config)  # asked before a worker turns its saving off
+    timing_gpu = workers.timing_gpu(config, use_cuda)  # the GPU read and locked: gwK's is K
+    worker, controller = workers.configure(config, use_cuda)  # -n: merge (xdist)
     read = options.read(config)  # after a worker turned its saving off: the controller saves
     clocks = ("", False)
-    if read.lock_clocks and workers.times_here(config):
+    if read.lock_clocks and times_here:
         line, undo = nvml.lock_base_clocks_for_session()
         clocks = (line, undo is not None)
         if undo is not None:
@@ -239,7 +241,7 @@ def start(config: pytest.Config, use_cuda: bool):
     saver = Saver(config, choice, key)
     shard = sharding.selection(read.shard, choice.key_folder)  # a usage error for a bad value
     state = SessionState(config, read, key, choice, saver, mode, interrupts, clocks, shard, worker,
-                         controller)  # fmt: skip
+                         controller, gpu=timing_gpu)  # fmt: skip
     if read.gate:
         gate_class = workers.gate_class(worker, controller)
         state.gate = gate_class(config, read, choice, saver, thresholds, mode, shard)

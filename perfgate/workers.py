@@ -9,9 +9,12 @@ controller (``config.workeroutput``); only the controller saves, writes JSON and
 are scheduled in groups: a case with the partners of its same-run ratios, timed by one worker,
 as the worker's confirmation re-runs need.
 
-With ``--device cuda`` worker ``gwK`` pins itself to GPU K (``gpu.py``) and records it, so no two
-timed benchmarks share a GPU; ``-n auto`` is one worker per GPU. Without a GPU the workers share
-the CPU's cores: fine for testing the merge, not for timings worth gating.
+With ``--device cuda`` worker ``gwK`` pins itself to CUDA device K (``measure/gpu.py``: under
+CUDA_VISIBLE_DEVICES, the K-th GPU it leaves) and records it, so no two timed benchmarks share a
+GPU; ``-n auto`` is one worker per GPU. Without a GPU the workers share the CPU's cores: fine
+for testing the merge, not for timings worth gating. Under ``--perf-shard I/N`` every worker
+keeps the same part of the matrix; the merged run records the shard, and the controller's gate
+leaves the cases of the other parts to their shards, as a shard's own gate does.
 """
 
 from __future__ import annotations
@@ -30,11 +33,13 @@ from perfgate.fields import Field
 from perfgate.gate import GateSession, with_info
 from perfgate.measure import gpu
 from perfgate.reruns import say
+from perfgate.sharding import ShardSelection
 from perfgate.store.merge import MergeError, merge_runs
 from perfgate.store.saving import SAVE_FAILED
 from perfgate.store.writing import write_json
 
 RUN, GATE, PROBLEM = "perfgate_run", "perfgate_gate", "perfgate_problem"  # workeroutput keys
+ELSEWHERE = "perfgate_elsewhere"  # workeroutput: the cases of the other shards (--perf-shard)
 GROUPS = "perfgate_groups"  # workerinput: the folder where workers write their ratio groups
 
 
@@ -60,13 +65,24 @@ def configure(config: pytest.Config, use_cuda: bool) -> tuple[Worker | None, Con
     """This process's side of a merged xdist session: (its worker, its controller), or neither."""
     if not merging(config):
         return None, None
-    worker = worker_id(config)
-    if worker is None:
+    if worker_id(config) is None:
         if use_cuda:
             gpu.check_worker_count(config.option.numprocesses, gpu.device_count())
         return None, Controller(config)
-    facts = gpu.pin(worker) if use_cuda else None
-    return Worker(config, facts), None
+    return Worker(config), None
+
+
+def timing_gpu(config: pytest.Config, use_cuda: bool) -> dict | None:
+    """The GPU this process times on, made the one it reads through NVML (``measure.gpu``):
+    worker ``gwK``'s CUDA device K, else torch's current device; what the run records of it.
+    None where this process times nothing on CUDA; a MIG instance is a usage error."""
+    if not use_cuda or not times_here(config):
+        return None
+    worker = worker_id(config)
+    try:
+        return gpu.pin(worker) if worker is not None else gpu.current()
+    except gpu.GpuError as error:
+        raise pytest.UsageError(str(error)) from None
 
 
 def gate_class(worker: Worker | None, controller: Controller | None) -> type[GateSession]:
@@ -98,8 +114,8 @@ def scheduler(config: pytest.Config, log, groups: Path):
 class Worker:
     """A worker's side: time under xdist, leave saving to the controller, send the run."""
 
-    def __init__(self, config: pytest.Config, facts: dict | None):
-        self.config, self.facts = config, facts
+    def __init__(self, config: pytest.Config):
+        self.config = config
         self.groups = (getattr(config, "workerinput", None) or {}).get(GROUPS)
         for option, off in (("benchmark_save", None), ("benchmark_autosave", False),
                             ("benchmark_json", None)):  # fmt: skip
@@ -118,12 +134,11 @@ class Worker:
         path.with_suffix(".tmp").write_text(json.dumps(groups), encoding="utf-8")
         path.with_suffix(".tmp").replace(path)  # the scheduler never reads half a file
 
-    def machine_info(self) -> dict:
-        return {} if self.facts is None else {"gpu": self.facts}
-
-    def send_run(self) -> None:
+    def send_run(self, shard: ShardSelection | None) -> None:
+        """The worker's run, and the cases of the other shards (not judged by this shard)."""
         run = _pytest_benchmark.session_json(self.config)
         self.config.workeroutput[RUN] = json.dumps(run)
+        self.config.workeroutput[ELSEWHERE] = sorted(shard.elsewhere) if shard else []
 
 
 class WorkerGate(GateSession):
@@ -165,7 +180,7 @@ class Controller:
     def node_down(self, node) -> None:
         output = getattr(node, "workeroutput", None) or {}
         worker = (getattr(node, "workerinput", None) or {}).get("workerid") or str(node.gateway.id)
-        self.sent[worker] = {key: output.get(key) for key in (RUN, GATE, PROBLEM)}
+        self.sent[worker] = {key: output.get(key) for key in (RUN, GATE, PROBLEM, ELSEWHERE)}
 
     def merge(self) -> dict | None:
         """The merged run (None when no worker timed anything); sets ``problem`` when the
@@ -191,6 +206,10 @@ class Controller:
     def worker_problem(self) -> str | None:
         return next((s[PROBLEM] for _, s in sorted(self.sent.items()) if s.get(PROBLEM)), None)
 
+    def elsewhere(self) -> set[str]:
+        """The cases the workers left to the other shards (the same split in every worker)."""
+        return {name for sent in self.sent.values() for name in sent.get(ELSEWHERE) or []}
+
     def save(self, session: pytest.Session, saver, gate: bool) -> None:
         """Write and save the merged run (``--benchmark-json``,
         ``--benchmark-save``/``--benchmark-autosave``) through the session's ``saver``."""
@@ -215,6 +234,8 @@ class Controller:
 
             def current(self, session: pytest.Session) -> Run | None:
                 merged = controller.merge()
+                if self.shard is not None:  # the controller collects nothing: its workers did
+                    self.shard.elsewhere = controller.elsewhere()
                 self.problem = controller.worker_problem() or controller.problem or self.problem
                 if not self.problem and merged is None:
                     self.problem = "no worker timed a benchmark; run the gate without -n"

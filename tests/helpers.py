@@ -11,6 +11,9 @@ import json
 import math
 import os
 import subprocess
+import sys
+import types
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -353,7 +356,10 @@ def samples(path) -> dict[str, list[float]]:
 
 
 def report_verdicts(path) -> dict[str, str]:
-    return {row["name"]: row["verdict"] for row in json.loads(path.read_text())}
+    """name -> verdict of a gate.json, read through its one reader."""
+    from perfgate.verdict.rows import from_json
+
+    return {row.name: str(row.verdict) for row in from_json(json.loads(path.read_text()))}
 
 
 def shard_run(index: int, count: int, names: list[str], key="KEY", commit="abc") -> dict:
@@ -414,17 +420,34 @@ def test_model(benchmark):
 """
 
 
+# The UUIDs of a fake host's GPUs in NVML's order (PCI bus order): NVML's "GPU-<uuid>" form.
+HOST_UUIDS = [
+    "GPU-90e5c3a1-7d2b-4e8f-a1b2-c3d4e5f60001",
+    "GPU-5f11b2c4-8e3a-4f9b-b2c3-d4e5f6a70002",
+    "GPU-2a7de913-1b4c-4a0d-83e4-f5a6b7c80003",
+    "GPU-c4b80e52-2c5d-4b1e-94f5-a6b7c8d90004",
+    "GPU-e1f3a6d7-3d6e-4c2f-a506-b7c8d9e00005",
+    "GPU-7b02f4e8-4e7f-4d30-b617-c8d9e0f10006",
+    "GPU-3c9e5a0b-5f80-4e41-8728-d9e0f1a20007",
+    "GPU-d85a1c6f-6091-4f52-9839-e0f1a2b30008",
+]
+
 # The functions and constants perfgate uses, with the names nvidia-ml-py gives them. Module
-# attributes in capitals steer it; CALLS records what was asked.
-FAKE_PYNVML = """
+# attributes in capitals steer it (a host of GPUS, one by default); CALLS records what was asked.
+FAKE_PYNVML = (
+    f"GPUS = {HOST_UUIDS[:1]!r}  # the host's GPUs in NVML's order\n"
+    + """
 NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 1, 2, 0
-NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_NO_PERMISSION = 3, 4
+NVML_ERROR_INVALID_ARGUMENT, NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_NO_PERMISSION = 2, 3, 4
+NVML_ERROR_NOT_FOUND = 6
 NVML_CLOCK_LIMIT_ID_TDP = 0xFFFFFF01
-SM_CLOCKS = [1980]
+MIG_INSTANCES = []  # "MIG-<uuid>" of MIG instances on the host
+SM_CLOCKS = [1980]  # readings of the SM clock (the last one repeats)
+SM_CLOCK_OF = {}  # NVML index -> that GPU's steady SM clock, instead of SM_CLOCKS
 THROTTLE = 0x4
 LOCK_ERROR = None
 INIT_ERROR = None
-PROCESSES = []
+PROCESSES = []  # (pid, MiB, NVML index of its GPU)
 CALLS = []
 
 
@@ -446,11 +469,36 @@ def nvmlInit():
         raise NVMLError(INIT_ERROR)
 
 
+def nvmlDeviceGetCount():
+    return len(GPUS)
+
+
 def nvmlDeviceGetHandleByIndex(index):
+    if not 0 <= index < len(GPUS):
+        raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
     return ("gpu", index)
 
 
+def nvmlDeviceGetHandleByUUID(uuid):
+    uuid = uuid.decode() if isinstance(uuid, bytes) else uuid
+    if uuid in GPUS:
+        return ("gpu", GPUS.index(uuid))
+    if uuid in MIG_INSTANCES:
+        return ("mig", uuid)
+    raise NVMLError(NVML_ERROR_NOT_FOUND)
+
+
+def nvmlDeviceGetUUID(handle):
+    return GPUS[handle[1]].encode() if handle[0] == "gpu" else handle[1].encode()
+
+
+def nvmlDeviceGetIndex(handle):
+    return handle[1]
+
+
 def nvmlDeviceGetClockInfo(handle, kind):
+    if kind == NVML_CLOCK_SM and handle[1] in SM_CLOCK_OF:
+        return SM_CLOCK_OF[handle[1]]
     if kind == NVML_CLOCK_SM:
         return SM_CLOCKS.pop(0) if len(SM_CLOCKS) > 1 else SM_CLOCKS[0]
     return 2619
@@ -485,7 +533,8 @@ def nvmlDeviceGetUtilizationRates(handle):
 
 
 def nvmlDeviceGetComputeRunningProcesses(handle):
-    return [_Record(pid=pid, usedGpuMemory=mib * 2**20) for pid, mib in PROCESSES]
+    return [_Record(pid=pid, usedGpuMemory=mib * 2**20) for pid, mib, gpu in PROCESSES
+            if ("gpu", gpu) == handle]
 
 
 def nvmlDeviceSetGpuLockedClocks(handle, low, high):
@@ -497,3 +546,48 @@ def nvmlDeviceSetGpuLockedClocks(handle, low, high):
 def nvmlDeviceResetGpuLockedClocks(handle):
     CALLS.append(("reset",))
 """
+)
+
+
+def install_fake_pynvml(
+    monkeypatch: pytest.MonkeyPatch, gpus: int = 1, **settings
+) -> types.ModuleType:
+    """A fake ``pynvml`` imported from now on: a host of ``gpus`` GPUs (HOST_UUIDS), steered by
+    ``settings`` (FAKE_PYNVML's capitals); perfgate's NVML state starts afresh."""
+    from perfgate.measure import nvml
+
+    module = types.ModuleType("pynvml")
+    exec(FAKE_PYNVML, module.__dict__)
+    module.GPUS = HOST_UUIDS[:gpus]
+    module.__dict__.update(settings)
+    monkeypatch.setitem(sys.modules, "pynvml", module)
+    monkeypatch.setattr(nvml, "_key", 0)  # unselected, as a fresh process
+    nvml.forget()
+    return module
+
+
+class FakeCuda:
+    """``torch.cuda`` of a process whose CUDA devices are the GPUs of ``uuids``, in CUDA's order
+    (what CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER left it); torch's UUID has no "GPU-"."""
+
+    def __init__(self, uuids: list[str], name: str = "NVIDIA H100 80GB HBM3"):
+        self.uuids, self.name, self.current = list(uuids), name, 0
+
+    def is_available(self) -> bool:
+        return bool(self.uuids)
+
+    def device_count(self) -> int:
+        return len(self.uuids)
+
+    def current_device(self) -> int:
+        return self.current
+
+    def set_device(self, index: int) -> None:
+        self.current = index
+
+    def get_device_name(self, index: int) -> str:
+        return self.name
+
+    def get_device_properties(self, index: int):
+        bare = self.uuids[index].split("-", 1)[1]  # torch's _CUuuid: str() without the prefix
+        return types.SimpleNamespace(uuid=uuid.UUID(bare))

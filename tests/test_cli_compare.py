@@ -96,7 +96,7 @@ def test_compare_substring_filter_and_explicit_paths():
 def test_compare_json_gives_the_verdict_rows():
     status, out, _ = perfgate("compare", "0002", "0003", "--json", *WHERE)
     assert status == 0
-    rows = {row["name"].split("::")[-1]: row for row in json.loads(out)}
+    rows = {row["name"].split("::")[-1]: row for row in json.loads(out)["rows"]}
     text = table(perfgate("compare", "0002", "0003", *WHERE)[1])
     assert list(rows) == list(text)  # the same rows, in the same order, as the table
     slower = rows[SLOWER]
@@ -113,7 +113,7 @@ def test_a_threshold_for_a_test_function_in_any_case():
     args = ["compare", "0002", "0003", "--json", "--threshold", "Test_Attention=100%", *WHERE]
     status, out, _ = perfgate(*args)
     assert status == 0
-    rows = {row["name"].split("::")[-1]: row for row in json.loads(out)}
+    rows = {row["name"].split("::")[-1]: row for row in json.loads(out)["rows"]}
     assert rows[SLOWER]["threshold"] == 1.0 and "threshold 100%" in rows[SLOWER]["message"]
     others = {r["threshold"] for name, r in rows.items() if "attention" not in name and r["gated"]}
     assert others == {0.1}
@@ -134,9 +134,9 @@ def test_an_unknown_or_bad_threshold_is_refused():
     assert "--threshold names no family or test in these runs: sdpaa" in line
     assert "valid names: test_attention, test_dequantize" in line
     status, _, err = perfgate(
-        "compare", "0002", "0003", "--threshold", "test_attention=150%", *WHERE
+        "compare", "0002", "0003", "--threshold", "test_attention=-5%", *WHERE
     )
-    assert status == 2 and "must be a fraction in [0, 1.0]" in error_line(err, "compare")
+    assert status == 2 and "a percentage of 0 or more" in error_line(err, "compare")
 
 
 def test_a_threshold_takes_the_gates_units():
@@ -148,7 +148,7 @@ def test_a_threshold_takes_the_gates_units():
         )
         assert status == 0, err
         rows.append(
-            {r["name"]: r["threshold"] for r in json.loads(out) if "attention" in r["name"]}
+            {r["name"]: r["threshold"] for r in json.loads(out)["rows"] if "attention" in r["name"]}
         )
     assert rows[0] == rows[1] == rows[2] and set(rows[0].values()) == {0.5, None}  # None: not run
     status, out, err = perfgate("compare", "0002", "0003", "--threshold", "50", *WHERE)

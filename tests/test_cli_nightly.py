@@ -12,10 +12,12 @@ import test_cli_ab
 from helpers import AB_CLOCK as CLOCK
 from helpers import commit, error_line, git, perfgate, rounds_at, worktrees
 
-from perfgate.cli.nightly import ab_reason, failing_tests, undecided
+from perfgate.cli.nightly import failing_tests, undecided
 from perfgate.stats import compare_samples
 from perfgate.verdict import Verdict
+from perfgate.verdict.nightly import ab_reason
 from perfgate.verdict.outcome import GateResult
+from perfgate.verdict.rows import from_json
 
 repo = test_cli_ab.repo  # the throwaway git project, as a fixture of this module too
 WORK = "perf_tests/test_work.py::test_work"
@@ -50,7 +52,8 @@ def row(name: str = WORK, verdict: str = "unchanged", change: float | None = 0.2
     ],
 )
 def test_what_goes_to_the_ab(fields, reason):
-    got = ab_reason(row(**fields), screen=0.01, target=0.03)
+    (typed,) = from_json([row(**fields)])  # a gate.json of format 0, read as today's rows
+    got = ab_reason(typed, screen=0.01, target=0.03)
     assert got == reason if reason is None else got.startswith(reason), got
 
 
@@ -186,10 +189,10 @@ def pytest_run(root: Path, *argv: str):
 def test_screen_and_target_given_in_percent_send_every_gated_case_to_the_ab(repo, tmp_path):
     results = tmp_path / "results"
     write_gate(results, row(change=0.3))  # 0.3 % slower: below the default 1 % screen
-    status, out, err = nightly(results, "--base-ref", "HEAD", "--screen=-100%", "--target", "5%")
+    status, out, err = nightly(results, "--base-ref", "HEAD", "--screen=0%", "--target", "5%")
     assert status == 0, out + err
     data = json.loads((results / "nightly-verdicts.json").read_text())
-    assert (data["screen"], data["target"]) == (-1.0, 0.05)
+    assert (data["screen"], data["target"]) == (0.0, 0.05)
     case = verdicts(results)[WORK]
     assert case["decided_by"] == "A/B" and case["why_ab"].startswith("stored comparison +0.3%")
 

@@ -8,7 +8,7 @@ import sys
 import types
 
 import pytest
-from helpers import FAKE_PYNVML, rounds, single
+from helpers import FAKE_PYNVML, install_fake_pynvml, rounds, single
 
 from perfgate.measure import machine, nvml
 from perfgate.verdict import Verdict, judge
@@ -16,11 +16,7 @@ from perfgate.verdict import Verdict, judge
 
 @pytest.fixture
 def fake_pynvml(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
-    module = types.ModuleType("pynvml")
-    exec(FAKE_PYNVML, module.__dict__)
-    monkeypatch.setitem(sys.modules, "pynvml", module)
-    nvml.forget()
-    yield module
+    yield install_fake_pynvml(monkeypatch)
     nvml.forget()
 
 
@@ -45,7 +41,7 @@ def test_gpu_health_reads_nvml_under_nvidia_smi_names(fake_pynvml, monkeypatch):
 
 def test_thermal_throttling_or_another_process_is_untrusted(fake_pynvml):
     fake_pynvml.THROTTLE = 0x4 | 0x40
-    fake_pynvml.PROCESSES = [(os.getpid(), 900), (4242, 1024)]
+    fake_pynvml.PROCESSES = [(os.getpid(), 900, 0), (4242, 1024, 0)]
     health = machine.gpu_health()
     assert not health["trusted"]
     others = "other processes on the GPU: pid 4242 (1024 MiB)"

@@ -90,7 +90,7 @@ def test_gate_fails_a_2x_slowdown_and_passes_an_unchanged_run(bench_project, mon
     report = (bench_project.path / "perfgate-results" / "gate.md").read_text()
     assert "## Confirmed regressions" in report and "test_work" in report
     verdicts = json.loads((bench_project.path / "perfgate-results" / "gate.json").read_text())
-    assert [(v["name"], v["verdict"]) for v in verdicts] == [("test_bench.py::test_work",
+    assert [(v["name"], v["verdict"]) for v in verdicts["rows"]] == [("test_bench.py::test_work",
                                                              "regression")]  # fmt: skip
 
     monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.002")
@@ -107,13 +107,13 @@ def test_gate_and_compare_give_the_same_verdict(bench_project, monkeypatch):
     result = run(bench_project, "--perf-gate", "--benchmark-json=now.json",
                  "--perf-gate-threshold=0.9")  # fmt: skip
     assert result.ret == 0, result.stdout.str()
-    gate = json.loads((bench_project.path / "perfgate-results" / "gate.json").read_text())
+    gate = json.loads((bench_project.path / "perfgate-results" / "gate.json").read_text())["rows"]
     compare = bench_project.run(
         sys.executable, "-m", "perfgate", "compare", str(saved_runs(bench_project)[0]),
         str(bench_project.path / "now.json"), "--json", "--threshold=90%",
     )  # fmt: skip
     assert compare.ret == 0, compare.stderr.str()
-    by_compare = {row["name"]: row["verdict"] for row in json.loads(compare.stdout.str())}
+    by_compare = {row["name"]: row["verdict"] for row in json.loads(compare.stdout.str())["rows"]}
     assert {row["name"]: row["verdict"] for row in gate} == by_compare
 
 

@@ -110,7 +110,9 @@ def test_without_pytest_benchmark_nothing_breaks(project):
 def test_asked_gate_uses_the_projects_storage_and_paths(project, monkeypatch):
     result = run(project, "--perf-gate", "test_bench.py")
     assert result.ret == GATE_NOT_RUN, output_of(result)
-    assert "record one with `pytest test_bench.py --benchmark-save=NAME`" in output_of(result)
+    assert "record one with `pytest test_bench.py --perf-gate --benchmark-save=NAME`" in output_of(
+        result
+    )
 
     assert run(project, "--benchmark-autosave").ret == 0  # pytest-benchmark's own run
     project.makepyfile(test_no_torch=NO_TORCH)
@@ -188,6 +190,75 @@ def test_a_200000_round_run_is_saved_with_bounded_rounds_and_exact_stats(project
     monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.000002")
     result = run(project, "test_many.py", "--perf-gate")
     assert result.ret == 1 and "Confirmed regressions" in output_of(result), output_of(result)
+
+
+# --- the first hour (issue 30): the first run works as written ---------------------------------
+FUNCTION_PARAMETER = """
+import pytest
+from virtual_clock import work
+
+def impl_a():
+    work()
+
+@pytest.mark.parametrize("fn", [impl_a])
+def test_fn(benchmark, fn):
+    benchmark.pedantic(fn, rounds=20, iterations=1, warmup_rounds=1)
+"""
+
+
+def test_a_function_object_parameter_is_saved_as_pytest_benchmark_writes_it(project):
+    project.makepyfile(test_fn=FUNCTION_PARAMETER)
+    result = run(project, "--perf-gate-threshold=0.5", "--benchmark-save=fn")
+    assert result.ret == 0, output_of(result)
+    [saved] = runs_in(project.path / ".benchmarks")
+    params = {b["name"]: b["params"] for b in json.loads(saved.read_text())["benchmarks"]}
+    assert params["test_fn[impl_a]"]["fn"].startswith("UNSERIALIZABLE[<function impl_a")
+    assert not list((project.path / "perfgate-results").glob("unsaved/*"))  # nothing put aside
+
+
+def test_the_first_gated_save_records_the_baseline_and_says_nothing_to_gate_yet(project):
+    first = run(project, "--perf-gate", "--benchmark-save=first")
+    output = output_of(first)
+    assert first.ret == 8, output
+    assert "perfgate gate: nothing to gate yet: no" in output and "(exit 8)" in output
+    assert "Traceback" not in output
+    [saved] = runs_in(project.path / ".benchmarks")
+    assert json.loads(saved.read_text())["benchmarks"][0]["stats"]["data"]  # gateable
+    second = run(project, "--perf-gate")
+    assert second.ret == 0, output_of(second)
+    assert "perfgate gate against" in output_of(second)
+
+
+def test_the_hint_of_a_gate_without_a_baseline_leads_to_a_gateable_one(project):
+    result = run(project, "--perf-gate")
+    output = output_of(result)
+    assert result.ret == GATE_NOT_RUN, output
+    hint = output.split("record one with `")[1].split("`")[0]
+    assert hint == "pytest --perf-gate --benchmark-save=NAME", hint
+    followed = run(project, *hint.split()[1:-1], "--benchmark-save=base")  # as written
+    assert followed.ret == 8, output_of(followed)
+    assert run(project, "--perf-gate").ret == 0
+
+
+def test_an_option_given_at_its_default_value_asks_for_perfgate(project):
+    result = run(project, "--perf-store-profiles=saved", "--benchmark-save=base")
+    assert result.ret == 0, output_of(result)
+    [saved] = runs_in(project.path / ".benchmarks")
+    data = json.loads(saved.read_text())
+    assert "perfgate" in data["machine_info"] and data["benchmarks"][0]["stats"]["data"]
+
+
+def test_compare_on_autosaved_runs_shows_their_medians_and_why_not_gated(project, capsys):
+    from perfgate.cli import main
+
+    assert run(project, "--benchmark-autosave").ret == 0
+    assert run(project, "--benchmark-autosave").ret == 0
+    a, b = runs_in(project.path / ".benchmarks")
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["compare", str(a), str(b)], out=out, err=err) == 0, err.getvalue()
+    row = next(line for line in out.getvalue().splitlines() if "test_work" in line)
+    assert " 2 ms " in f" {row} " or "2.0" in row, row  # the medians, not "-"
+    assert "%" in row and "no per-round data" in row, row
 
 
 def test_a_baselines_folder_outside_the_project_given_apart_is_refused_with_the_fix(project):

@@ -83,8 +83,9 @@ def test_a_bad_shard_is_one_usage_line(cases_project, value):  # "": an unset CI
 
 
 # --- two shards merged are the unsharded run ----------------------------------------------------
+@pytest.mark.parametrize("workers", [[], ["-p", "xdist", "-n", "2"]], ids=["alone", "xdist"])
 def test_two_shards_merged_give_the_unsharded_cases_samples_and_verdicts(
-    cases_project, monkeypatch, capsys
+    cases_project, monkeypatch, capsys, workers
 ):
     assert run_cases(cases_project, "--benchmark-save=base").ret == 0
     base = str(saved_runs(cases_project)[0])
@@ -94,10 +95,13 @@ def test_two_shards_merged_give_the_unsharded_cases_samples_and_verdicts(
     assert whole.ret == pytest.ExitCode.TESTS_FAILED, whole.stdout.str()
     shard_verdicts = {}
     for index in (1, 2):
-        shard = run_cases(cases_project, "--perf-gate", f"--perf-shard={index}/2",
+        shard = run_cases(cases_project, *workers, "--perf-gate", f"--perf-shard={index}/2",
                     f"--benchmark-json=shard{index}.json",
                     f"--perf-gate-report=shard{index}/gate.md")  # fmt: skip
-        shard.stdout.fnmatch_lines([f"*shard {index}/2*", "*deselected*"])
+        shard.stdout.fnmatch_lines([f"*shard {index}/2*", "*deselected*" if not workers else "*"])
+        assert "not run" not in shard.stdout.str()  # the other shard's cases are its own
+        recorded = json.loads((cases_project.path / f"shard{index}.json").read_text())
+        assert recorded["machine_info"]["perfgate"]["shard"] == {"index": index, "count": 2}
         shard_verdicts.update(report_verdicts(cases_project.path / f"shard{index}" / "gate.json"))
     shard_cases = [set(samples(cases_project.path / f"shard{i}.json")) for i in (1, 2)]
     assert shard_cases[0] and shard_cases[1] and not shard_cases[0] & shard_cases[1]
@@ -115,7 +119,7 @@ def test_two_shards_merged_give_the_unsharded_cases_samples_and_verdicts(
     for current in ("merged.json", "whole.json"):
         status, out, _ = perfgate(capsys, "compare", base, current, "--json")
         assert status == 0
-        compared.append({row["name"]: row["verdict"] for row in json.loads(out)})
+        compared.append({row["name"]: row["verdict"] for row in json.loads(out)["rows"]})
     assert compared[0] == compared[1] and compared[0]["test_cases.py::test_first[b]"] != "unchanged"
 
 

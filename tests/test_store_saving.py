@@ -18,6 +18,7 @@ import pytest
 from helpers import assert_one_line, mount, run, saved_runs
 
 from perfgate import store
+from perfgate.fields import RUN_FORMAT
 from perfgate.store import owners, saving
 
 # a conftest for the inner project: every hard link under baselines/ fails with ERRNO
@@ -83,6 +84,7 @@ def test_a_saved_run_leaves_nothing_aside_and_follows_the_umask(bench_project):
     (saved,) = saved_runs(bench_project)
     assert saved.stat().st_mode & 0o777 == 0o640
     assert unsaved(bench_project) == []
+    assert json.loads(saved.read_text())["machine_info"]["perfgate"]["format"] == RUN_FORMAT
 
 
 @pytest.mark.parametrize("name", ["a" * 260, "two\nlines", ".hidden", "tab\there"])

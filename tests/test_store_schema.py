@@ -153,3 +153,23 @@ def test_benchmark_storage_naming_the_baseline_root_is_refused(bench_project):  
     for gate, status in (([], pytest.ExitCode.USAGE_ERROR), (["--perf-gate"], GATE_NOT_RUN)):
         result = run(bench_project, f"--benchmark-storage=file://{root}", *gate)
         assert_one_line(result, status, "is a baseline root")
+
+
+def test_a_run_carries_its_format_and_older_ones_read_through_the_one_migration(tmp_path):
+    from perfgate.fields import RUN_FORMAT
+
+    older = write(tmp_path / "0001_old.json", run_json("2026-11-01T00:00:00"))  # no format
+    assert store.load(older).format == 0 and store.load(older).benchmarks
+    data = run_json("2026-11-01T00:00:00")
+    data["machine_info"]["perfgate"]["format"] = RUN_FORMAT
+    assert store.load(write(tmp_path / "0002_now.json", data)).format == RUN_FORMAT
+
+
+@pytest.mark.parametrize("version", [99, "1", True])
+def test_a_run_of_a_newer_or_unreadable_format_is_one_line(tmp_path, version):
+    data = run_json("2026-11-01T00:00:00")
+    data["machine_info"]["perfgate"]["format"] = version
+    path = write(tmp_path / "0001_new.json", data)
+    with pytest.raises(store.StoreError, match="written by a newer perfgate") as error:
+        store.load(path)
+    assert "\n" not in str(error.value) and "upgrade perfgate" in str(error.value)

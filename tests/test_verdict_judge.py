@@ -15,6 +15,7 @@ from helpers import (
 )
 
 from perfgate.benchmark import RunFormatError
+from perfgate.format import fmt_time
 from perfgate.stats import MIN_ROUNDS
 from perfgate.verdict import Thresholds, Verdict, judge
 from perfgate.verdict.judge import HOST_BOUND, failed
@@ -54,7 +55,7 @@ def test_regression_message_reports_medians_change_p_value_and_the_rerun():
                  single("t", rounds(3, 2.0)))  # fmt: skip
     c = result.comparison
     assert result.verdict is Verdict.REGRESSION and c.ratio > 1.8
-    for fact in (f"{c.current_median * 1e3:.4g} ms", f"{c.baseline_median * 1e3:.4g} ms"):
+    for fact in (fmt_time(c.current_median), fmt_time(c.baseline_median)):
         assert fact in result.message
     assert f"{c.change_percent:+.1f}%" in result.message and "p=" in result.message
     assert "confirmed by re-run: median" in result.message
@@ -169,7 +170,7 @@ def test_an_improvements_message_gives_the_numbers_of_its_comparison():
     assert flash.verdict is Verdict.IMPROVEMENT
     assert c.baseline_median == pytest.approx(8e-6)  # the set's fastest run, not its slowest
     assert f"faster by {-c.change_percent:.1f}%" in flash.message
-    assert f"{c.baseline_median * 1e3:.4g} ms" in flash.message
+    assert fmt_time(c.baseline_median) in flash.message
     assert flash.message.endswith("(against the baseline set's fastest run)")
 
 
@@ -195,3 +196,26 @@ def test_results_are_sorted_by_severity():
         ("x::same", "unchanged"),
     ]
     assert failed(results) and not failed(results[2:])
+
+
+def test_two_single_process_runs_on_two_gpus_say_so_and_a_run_without_an_index_shows_its_uuid():
+    """A run records the GPU it timed on (machine_info.perfgate.gpu); the judge notes a
+    comparison across two physical GPUs of one model."""
+    from helpers import entry, rounds, run_json
+
+    from perfgate.benchmark import run_from_json
+
+    def on(gpu: dict, seed: int):
+        data = run_json(entry("t.py::test_k", rounds(seed)))
+        data["machine_info"]["perfgate"]["gpu"] = gpu
+        return run_from_json(data, None)
+
+    first = on({"index": 0, "physical_index": 0, "uuid": "GPU-aaaa"}, 0)
+    second = on({"index": 0, "physical_index": 1, "uuid": "GPU-bbbb"}, 1)
+    (result,) = judge([first], second)
+    note = "compared across two GPUs of one model: baseline on GPU 0 (GPU-aaaa), now on GPU 1"
+    assert any(line.startswith(note) for line in result.details), result.details
+    (same,) = judge([first], on({"index": 0, "physical_index": 0, "uuid": "GPU-aaaa"}, 2))
+    assert not any("two GPUs" in line for line in same.details)
+    (bare,) = judge([first], on({"uuid": "GPU-cccc"}, 3))  # no NVML index recorded
+    assert any(line.endswith("now on GPU-cccc") for line in bare.details), bare.details

@@ -32,14 +32,14 @@ def by_compare(root: Path, key: str, a: str, b: str, cli_thresholds: list[str]) 
     flags = [f"--threshold={t}" for t in cli_thresholds]
     argv = ["compare", a, b, "--json", "--baselines", str(root), "--hardware", key, *flags]
     assert main(argv, out=out, err=err) == 0, err.getvalue()
-    return json.loads(out.getvalue())
+    return json.loads(out.getvalue())["rows"]
 
 
 def by_judge(root: Path, key: str, a: str, b: str, specs: list[str]) -> list[dict]:
     folder = root / key
     baseline, current = store.load(store.resolve(a, folder)), store.load(store.resolve(b, folder))
     members = baseline_choice.set_of(baseline)
-    return summary.as_json(judge(members, current, parse_thresholds(specs)))
+    return summary.as_json(judge(members, current, parse_thresholds(specs)))["rows"]
 
 
 def by_gate(root: Path, key: str, a: str, b: str, specs: list[str]) -> list[dict]:
@@ -51,7 +51,7 @@ def by_gate(root: Path, key: str, a: str, b: str, specs: list[str]) -> list[dict
     config = SimpleNamespace(getoption=lambda name: specs)  # only --perf-gate-threshold is read
     text = store.resolve(b, folder).read_text(encoding="utf-8")
     current = run_from_json(json.loads(text), None)
-    return summary.as_json(judge(members, current, thresholds_from(config)))
+    return summary.as_json(judge(members, current, thresholds_from(config)))["rows"]
 
 
 def assert_one_verdict(root: Path, key: str, a: str, b: str, specs=(), cli=()) -> list[dict]:

@@ -1,100 +1,20 @@
-"""One verdict on every path: the gate's judge, ``perfgate ab`` (paired blocks) and ``perfgate
-bisect`` (one step) reach the same verdict, in the same words, at the same threshold (a marker,
-the measured noise, the device floor) on the same pair of measurements; every finding comes from
-the rules listed in ``verdict.rules.RULES``; and the stages import one way."""
+"""Every finding comes from the rules listed in ``verdict.rules.RULES``, and the stages import
+one way (every path reaching the same verdict: tests/test_verdict_one_judge.py)."""
 
 from __future__ import annotations
 
 import ast
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from helpers import entry, rounds, rounds_at, run_json, run_of
+from helpers import entry, rounds_at, run_of
 
-from perfgate.cli import bisect_steps
 from perfgate.declarations import declarations
-from perfgate.verdict import Verdict, judge, paired, parse_thresholds, rules
-from perfgate.verdict.noise import DEVICE_CLOCK, DEVICE_FLOOR
+from perfgate.verdict import Verdict, judge, rules
 
 ROOT = Path(__file__).resolve().parents[1]
-NAME = "perf_tests/test_x.py::test_kernel"
-BLOCKS, ROUNDS_PER_BLOCK = 5, 6
-
-
-def blocks(factor: float, seed: int, cv: float) -> list[list[float]]:
-    """BLOCKS blocks of rounds around 1 ms times ``factor``, lognormal noise ``cv``."""
-    return [rounds(seed + i, factor, ROUNDS_PER_BLOCK, cv) for i in range(BLOCKS)]
-
-
-def benchmark_entry(samples: list[float], declared: dict | None) -> dict:
-    return entry(NAME, samples, extra={"clock": DEVICE_CLOCK}, declared=declared)
-
-
-def three_paths(tmp_path: Path, factor: float, declared: dict | None, cv=0.002, given=None):
-    """(gate, ab, bisect) verdict rows of one device-timed case: A's blocks against B's blocks,
-    the gate and bisect seeing every block of a side as one run's rounds. ``given``: the
-    threshold given on the command line (``--perf-gate-threshold``, ``--threshold``)."""
-    a, b = blocks(1.0, 0, cv), blocks(factor, 100, cv)
-    a_run, b_run = (run_of(benchmark_entry(sum(side, []), declared)) for side in (a, b))
-    thresholds = parse_thresholds([given] if given else [])
-    (gate,) = judge([a_run], b_run, thresholds, confirmation=b_run)
-    pairs = [
-        (run_of(benchmark_entry(x, declared)).benchmarks[NAME],
-         run_of(benchmark_entry(y, declared)).benchmarks[NAME])
-        for x, y in zip(a, b, strict=True)
-    ]  # fmt: skip
-    ab = paired.judge_pairs(NAME, pairs, thresholds)
-    good, now = tmp_path / "good.json", tmp_path / "now.json"
-    for path, samples in ((good, sum(a, [])), (now, sum(b, []))):
-        path.write_text(json.dumps(run_json(benchmark_entry(samples, declared))))
-    step, (bisected,) = bisect_steps.judge(good, now, thresholds.default, 0.01, earlier_good=good)
-    return gate, ab, step, bisected
-
-
-@pytest.mark.parametrize(
-    "factor, declared, verdict, step",
-    [
-        (1.05, None, Verdict.REGRESSION, bisect_steps.BAD),  # past the 2 % device floor
-        (1.01, None, Verdict.UNCHANGED, bisect_steps.GOOD),  # within it
-        (0.90, None, Verdict.IMPROVEMENT, bisect_steps.GOOD),
-        (1.15, {"threshold": 0.3}, Verdict.UNCHANGED, bisect_steps.GOOD),  # the marker wins
-        (1.40, {"threshold": 0.3}, Verdict.REGRESSION, bisect_steps.BAD),
-    ],
-)
-def test_ab_and_bisect_reach_the_gates_verdict_at_the_gates_threshold(
-    tmp_path, factor, declared, verdict, step
-):
-    gate, ab, found, bisected = three_paths(tmp_path, factor, declared)
-    assert gate.verdict is ab.verdict is verdict, (gate, ab)
-    assert bisected["verdict"] == str(verdict) and found == step, bisected
-    assert gate.threshold == pytest.approx(ab.threshold) == pytest.approx(bisected["threshold"])
-    if declared:
-        assert gate.threshold_source == ab.threshold_source == bisected["threshold_source"]
-        assert gate.threshold == 0.3
-    else:  # quiet rounds: the device floor, not the default 10 %
-        assert gate.threshold == DEVICE_FLOOR
-        assert gate.threshold_source.startswith(f"floor {DEVICE_FLOOR:.0%}")
-
-
-@pytest.mark.parametrize(
-    "given, verdict, step",
-    [("5%", Verdict.REGRESSION, bisect_steps.BAD), ("0.1", Verdict.UNCHANGED, bisect_steps.GOOD)],
-)
-def test_a_threshold_given_decides_every_path_alike(tmp_path, given, verdict, step):
-    gate, ab, found, bisected = three_paths(tmp_path, 1.08, None, given=given)
-    assert gate.verdict is ab.verdict is verdict
-    assert (bisected["verdict"], found) == (str(verdict), step)
-    assert gate.threshold_source == ab.threshold_source == bisected["threshold_source"]
-
-
-def test_a_noisy_case_is_not_gated_on_every_path(tmp_path):
-    gate, ab, found, bisected = three_paths(tmp_path, 1.5, None, cv=0.5)
-    assert gate.verdict is ab.verdict is Verdict.NOT_GATED
-    assert "too noisy" in gate.message and "too noisy" in ab.message
-    assert bisected["verdict"] == "not gated" and found == bisect_steps.SKIP
 
 
 def gated_cases() -> tuple[dict, dict]:

@@ -68,7 +68,7 @@ def test_markdown_has_a_table_per_verdict_and_escapes_pipes(judged):
 
 def test_json_rows_say_gated_or_not_and_carry_the_comparison(judged):
     results, _ = judged
-    rows = {row["name"]: row for row in summary.as_json(results)}
+    rows = {row["name"]: row for row in summary.as_json(results)["rows"]}
     assert {name: row["gated"] for name, row in rows.items()} == {
         "x::slower": True, "x::a|b": True, "x::host": False, "x::new": False, "x::gone": False,
     }  # fmt: skip

@@ -19,6 +19,7 @@ from perfgate.session.baseline import GATE_NOT_RUN
 from perfgate.stats import MIN_PAIRS, MIN_ROUNDS, compare_samples, rounds_needed
 from perfgate.verdict import Thresholds, Verdict, judge
 from perfgate.verdict.paired import judge_pairs
+from perfgate.verdict.reason import Reason
 from perfgate.verdict.time_change import TOO_FEW_ROUNDS, TimeRegression
 
 COUNTS = [1, 2, 3, 4, 5, 6, 8, 10, 30, 100, 1_000, 10_000, 100_000]
@@ -64,8 +65,9 @@ def test_unequal_counts(counts):
 def test_rounds_that_overlap_are_not_gated_with_the_rounds_needed():
     c = compare_samples([1.0, 1.1, 1.2, 1.3], [1.25, 2.0, 2.1, 2.2])  # 4 a side, overlapping
     reason = TimeRegression(0.1).undecided(c)
-    assert (
-        reason == f"{TOO_FEW_ROUNDS} (4 baseline and 4 current rounds, needs 5 a side for p < 0.01)"
+    assert reason == (
+        Reason.TOO_FEW_ROUNDS,
+        f"{TOO_FEW_ROUNDS} (4 baseline and 4 current rounds, needs 5 a side for p < 0.01)",
     )
     assert rounds_needed(0.01) == 5 and rounds_needed(0.05) == 4 and rounds_needed(0.1) == 3
 

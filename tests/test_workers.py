@@ -4,17 +4,28 @@ store and the gate read like any other."""
 from __future__ import annotations
 
 import json
-import sys
 import types
 
 import pytest
-from helpers import FAKE_PYNVML, entry, make_cases_project, rounds, run_json, samples, saved_runs
+from helpers import (
+    FAKE_PYNVML,
+    HOST_UUIDS,
+    FakeCuda,
+    entry,
+    install_fake_pynvml,
+    make_cases_project,
+    rounds,
+    run_json,
+    samples,
+    saved_runs,
+)
 from helpers import report_verdicts as verdicts
 from helpers import run_cases as sharded_run
 
 from perfgate import workers
 from perfgate.benchmark import run_from_json
 from perfgate.measure import gpu, machine, nvml
+from perfgate.session.state import SessionState
 from perfgate.store.merge import MergeError, merge_runs
 from perfgate.verdict import judge
 
@@ -130,46 +141,38 @@ def test_xdist_gate_that_would_compare_nothing_says_so_once(cases_project, args,
 
 
 # --- one GPU per worker, with fakes for torch.cuda and NVML ------------------------------------
-class FakeCuda:
-    def __init__(self, count: int, name: str = "NVIDIA H200"):
-        self.count, self.name, self.current = count, name, 0
-
-    def device_count(self) -> int:
-        return self.count
-
-    def set_device(self, index: int) -> None:
-        self.current = index
-
-    def get_device_name(self, index: int) -> str:
-        return self.name
-
-
-class FakeNvml:
-    def __init__(self):
-        self.index = 0
-
-    def select(self, index: int) -> None:
-        self.index = index
-
-    def device(self):
-        index = self.index
-        return type("Device", (), {"uuid": lambda self: f"GPU-{index:04d}", "nvml": None})()
-
-
-def test_each_worker_pins_its_own_gpu_and_records_it(monkeypatch):
+@pytest.mark.parametrize("count", [1, 2, 4, 8])
+def test_each_worker_pins_its_own_gpu_and_records_it(monkeypatch, count):
+    install_fake_pynvml(monkeypatch, count)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    cuda, nvml = FakeCuda(2), FakeNvml()
-    facts = gpu.pin("gw1", cuda, nvml)
-    assert cuda.current == 1 and nvml.index == 1
-    assert facts == {"worker": "gw1", "index": 1, "physical_index": 1, "name": "NVIDIA H200",
-                     "uuid": "GPU-0001"}  # fmt: skip
+    for number in range(count):
+        cuda = FakeCuda(HOST_UUIDS[:count])
+        facts = gpu.pin(f"gw{number}", cuda)
+        assert cuda.current == number and nvml.device().uuid() == HOST_UUIDS[number]
+        assert facts == {"index": number, "physical_index": number, "uuid": HOST_UUIDS[number],
+                         "name": "NVIDIA H100 80GB HBM3"}  # fmt: skip
 
 
-def test_cuda_visible_devices_maps_a_worker_to_its_physical_gpu(monkeypatch):
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
-    nvml = FakeNvml()
-    assert gpu.pin("gw1", FakeCuda(2), nvml)["physical_index"] == 5 and nvml.index == 5
-    assert gpu.physical_index(0, "GPU-abc,GPU-def") == 0
+@pytest.mark.parametrize(
+    "count, visible, physical",
+    [
+        (8, "2,3", [2, 3]),
+        (8, f"{HOST_UUIDS[2]},{HOST_UUIDS[3]}", [2, 3]),
+        (4, "3,1", [3, 1]),
+        (8, "GPU-d85a,GPU-e1f3", [7, 4]),
+        (2, "1", [1]),
+    ],
+)
+def test_workers_under_cuda_visible_devices_pin_the_physical_gpus_it_names(
+    monkeypatch, count, visible, physical
+):
+    install_fake_pynvml(monkeypatch, count, PROCESSES=[(1567, 1802, 0)])  # a job on GPU 0
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    for number, expected in enumerate(physical):
+        facts = gpu.pin(f"gw{number}", FakeCuda([HOST_UUIDS[i] for i in physical]))
+        assert (facts["index"], facts["physical_index"]) == (number, expected)
+        assert facts["uuid"] == HOST_UUIDS[expected] == nvml.device().uuid()
+        assert machine.gpu_health()["trusted"] is (expected != 0)
 
 
 @pytest.mark.parametrize(
@@ -180,9 +183,10 @@ def test_cuda_visible_devices_maps_a_worker_to_its_physical_gpu(monkeypatch):
         ("main", 2, "is not gwN"),
     ],
 )
-def test_a_worker_without_a_gpu_of_its_own_is_refused(worker, count, line):
+def test_a_worker_without_a_gpu_of_its_own_is_refused(monkeypatch, worker, count, line):
+    install_fake_pynvml(monkeypatch, 2)
     with pytest.raises(pytest.UsageError, match=line.replace("(", r"\(")):
-        gpu.pin(worker, FakeCuda(count), FakeNvml())
+        gpu.pin(worker, FakeCuda(HOST_UUIDS[:count]))
 
 
 def gpu_case(index: int, uuid: str) -> dict:
@@ -209,29 +213,25 @@ def test_gpus_of_one_model_share_a_hardware_key_and_two_models_do_not_merge():
 
 
 def test_a_pinned_worker_reads_the_clocks_and_health_of_its_own_gpu(monkeypatch):
-    module = types.ModuleType("pynvml")
-    exec(FAKE_PYNVML + "\ndef nvmlDeviceGetUUID(handle):\n    return f'GPU-{handle[1]}'\n",
-         module.__dict__)  # fmt: skip
-    monkeypatch.setitem(sys.modules, "pynvml", module)
+    install_fake_pynvml(monkeypatch, 2, SM_CLOCK_OF={0: 1410, 1: 1755})
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    try:
-        facts = gpu.pin("gw1", FakeCuda(2))
-        assert facts["uuid"] == "GPU-1" and nvml.device().handle == ("gpu", 1)
-        assert machine.gpu_health()["clocks.sm"] == "1980"  # read through GPU 1's handle
-    finally:
-        nvml.select(0)
+    facts = gpu.pin("gw1", FakeCuda(HOST_UUIDS[:2]))
+    assert facts["uuid"] == HOST_UUIDS[1] and nvml.device().handle == ("gpu", 1)
+    assert machine.gpu_health()["clocks.sm"] == "1755"  # read through GPU 1's handle
 
 
-def test_a_worker_records_its_gpu_and_leaves_saving_to_the_controller():
+def test_a_worker_leaves_saving_to_the_controller_and_the_run_records_its_gpu():
     option = types.SimpleNamespace(benchmark_save="x", benchmark_autosave=True, benchmark_json="j")
-    facts = {"worker": "gw1", "index": 1}
-    worker = workers.Worker(types.SimpleNamespace(option=option), facts)
+    workers.Worker(types.SimpleNamespace(option=option))
     assert (option.benchmark_save, option.benchmark_autosave, option.benchmark_json) == (
         None,
         False,
         None,
     )
-    assert worker.machine_info() == {"gpu": facts}  # into machine_info["perfgate"]
+    facts = {"index": 1, "physical_index": 3, "uuid": HOST_UUIDS[3], "name": "NVIDIA H200"}
+    state = SessionState(None, None, "NVIDIA-H200", None, None, None, gpu=facts)
+    assert state.machine_info(use_cuda=False)["gpu"] == facts  # into machine_info["perfgate"]
+    assert "gpu" not in SessionState(None, None, "KEY", None, None, None).machine_info(False)
 
 
 @pytest.mark.parametrize("cuda, gpus, workers", [(True, 2, 2), (True, 0, None), (False, 2, None)])
@@ -265,3 +265,93 @@ def test_the_process_that_times_is_the_one_that_locks_its_gpu(numprocesses, work
     if worker:
         config.workerinput = {"workerid": worker}
     assert workers.times_here(config) is times
+
+
+# --- end to end: a fake CUDA host under the plugin, one process or pytest-xdist workers ----------
+FAKE_CUDA = f"""
+import os, types, uuid
+
+import torch
+
+HOST = {HOST_UUIDS!r}  # the GPUs of this fake host, in CUDA's order as in NVML's (one model)
+current = [0]
+
+
+def visible():
+    value = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return HOST
+    return [HOST[int(e)] if e.isdigit() else e for e in value.split(",")]  # indices or UUIDs
+
+
+def properties(index):
+    return types.SimpleNamespace(uuid=uuid.UUID(visible()[index].split("-", 1)[1]))
+
+
+torch.cuda.is_available = lambda: True
+torch.cuda.device_count = lambda: len(visible())
+torch.cuda.current_device = lambda: current[0]
+torch.cuda.set_device = lambda index: current.__setitem__(0, index)
+torch.cuda.get_device_name = lambda index=None: "NVIDIA H100 80GB HBM3"
+torch.cuda.get_device_properties = properties
+
+
+def pytest_perfgate_uses_cuda(config):
+    return True
+"""
+
+
+def fake_cuda_host(project: pytest.Pytester, gpus: int) -> None:
+    """``gpus`` GPUs, each at an SM clock of its own (1400 + index), and a job on GPU 0."""
+    host = f"GPUS = {HOST_UUIDS[:gpus]!r}\nPROCESSES = [(1567, 1802, 0)]\n"
+    host += f"SM_CLOCK_OF = {dict((i, 1400 + i) for i in range(gpus))!r}\n"
+    locks = "def nvmlDeviceSetGpuLockedClocks(handle, low, high):\n"
+    locks += "    open('locked.txt', 'a').write(f'{handle[1]}\\n')\n"  # which GPU was locked
+    project.makepyfile(conftest=FAKE_CUDA, pynvml=FAKE_PYNVML + host + locks)
+
+
+@pytest.mark.parametrize("visible", ["1", HOST_UUIDS[1]])
+def test_a_session_given_gpu_1_records_it_and_trusts_it_beside_a_job_on_gpu_0(
+    cases_project, monkeypatch, visible
+):
+    fake_cuda_host(cases_project, gpus=2)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    result = sharded_run(cases_project, "--benchmark-json=run.json")
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    facts = json.loads((cases_project.path / "run.json").read_text())["machine_info"]["perfgate"]
+    assert facts["gpu"] == {"index": 0, "physical_index": 1, "uuid": HOST_UUIDS[1],
+                            "name": "NVIDIA H100 80GB HBM3"}  # fmt: skip
+    health = facts["gpu_health"]
+    assert health["trusted"] and health["clocks.sm"] == "1401", health  # GPU 1's, not GPU 0's
+
+
+@pytest.mark.parametrize("visible", ["2,3", f"{HOST_UUIDS[2]},{HOST_UUIDS[3]}"])
+def test_xdist_workers_given_gpus_2_and_3_of_8_time_and_record_them(
+    cases_project, monkeypatch, visible
+):
+    fake_cuda_host(cases_project, gpus=8)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    result = sharded_run(cases_project, "-p", "xdist", "-n", "2", "--benchmark-json=merged.json",
+                         "--perf-lock-clocks")  # fmt: skip
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    locked = (cases_project.path / "locked.txt").read_text().split()
+    assert sorted(locked) == ["2", "3"]  # each worker locks its own GPU's clocks
+    merged = json.loads((cases_project.path / "merged.json").read_text())
+    pinned = {(b["extra_info"]["worker"], b["extra_info"]["gpu"]["physical_index"],
+               b["extra_info"]["gpu"]["uuid"]) for b in merged["benchmarks"]}  # fmt: skip
+    assert pinned == {("gw0", 2, HOST_UUIDS[2]), ("gw1", 3, HOST_UUIDS[3])}
+    facts = merged["machine_info"]["perfgate"]
+    assert "gpu" not in facts  # two GPUs: each case says its own
+    assert facts["gpu_health"]["trusted"], facts["gpu_health"]  # the job is on GPU 0
+    clocks = {w: h["clocks.sm"] for w, h in facts["gpu_health"]["per_part"].items()}
+    assert clocks == {"gw0": "1402", "gw1": "1403"}
+
+
+def test_a_session_on_a_mig_instance_is_one_usage_line(cases_project, monkeypatch):
+    fake_cuda_host(cases_project, gpus=2)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "MIG-1f2e3d4c-5b6a-4798-8a9b-0c1d2e3f4a5b")
+    result = sharded_run(cases_project, "--perf-gate")
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output
+    assert "CUDA device 0 is MIG instance MIG-1f2e3d4c" in output and "whole GPU" in output
+    assert "Traceback" not in output and "INTERNALERROR" not in output

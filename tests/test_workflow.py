@@ -284,7 +284,7 @@ def write_shard(folder: Path, index: int, count: int, name: str) -> None:
     folder.mkdir(parents=True)
     (folder / "shard.json").write_text(json.dumps(shard_run(index, count, [name])))
     row = {"name": f"t.py::{name}", "verdict": "unchanged"}
-    (folder / "gate.json").write_text(json.dumps([row]))
+    (folder / "gate.json").write_text(json.dumps({"format": 1, "rows": [row]}))
     (folder / "gate.md").write_text(f"shard {index}\n")
 
 
@@ -313,7 +313,8 @@ def test_the_merge_step_joins_every_shard_and_refuses_a_missing_one(tmp_path, mi
     merged = json.loads((tmp_path / "perfgate-results" / "nightly.json").read_text())
     assert [b["fullname"] for b in merged["benchmarks"]] == ["t.py::c1", "t.py::c2"]
     rows = json.loads((tmp_path / "perfgate-results" / "gate.json").read_text())
-    assert [row["name"] for row in rows] == ["t.py::c1", "t.py::c2"]
+    assert rows["format"] == 1
+    assert [row["name"] for row in rows["rows"]] == ["t.py::c1", "t.py::c2"]
     assert (tmp_path / "perfgate-results" / "gate.md").read_text() == "shard 1\nshard 2\n"
 
 

@@ -27,6 +27,7 @@ from perfgate.benchmark import Run
 from perfgate.cli.guard import CommandError
 from perfgate.store import StoreError, read_results
 from perfgate.verdict import paired, summary
+from perfgate.verdict.judge import untrusted_reason
 from perfgate.verdict.outcome import GateResult, Verdict
 from perfgate.verdict.thresholds import Thresholds, parse_thresholds
 
@@ -141,18 +142,23 @@ def run_blocks(trees: dict[str, Path], options: AbOptions, err) -> dict[str, lis
 
 
 def judge_pairs(runs: dict[str, list[Run]], options: AbOptions) -> list[GateResult]:
-    """Each case that both trees ran, compared block pair by block pair, worst first."""
-    names = sorted(set().union(*(run.benchmarks for run in runs["A"] + runs["B"])))
+    """Each case that both trees ran, compared block pair by block pair by the one judge, worst
+    first: untrusted when a block session's GPU was; its same-run ratios A's worst against B's
+    median across blocks."""
+    a_runs, b_runs = runs["A"], runs["B"]
+    names = sorted(set().union(*(run.benchmarks for run in a_runs + b_runs)))
+    untrusted = untrusted_reason(a_runs, b_runs[-1]) if b_runs else None
+    ratios = paired.block_ratios(a_runs, b_runs)
     results = []
     for name in names:
         pairs = [
             (a.benchmarks[name], b.benchmarks[name])
-            for a, b in zip(runs["A"], runs["B"], strict=True)
+            for a, b in zip(a_runs, b_runs, strict=True)
             if name in a.benchmarks and name in b.benchmarks
         ]
-        results.append(
-            paired.judge_pairs(name, pairs, options.thresholds, options.rounds_per_block)
-        )
+        results.append(paired.judge_pairs(name, pairs, options.thresholds,
+                                          options.rounds_per_block, untrusted,
+                                          ratios.get(name, ())))  # fmt: skip
     return sorted(results, key=lambda r: (list(Verdict).index(r.verdict), r.name))
 
 

@@ -143,7 +143,7 @@ def _bisect(args, extra, repo: Path, scratch: Path, out, err) -> int:
         "-k", args.case, "--alpha", str(args.alpha), "--good-checkout", str(good_checkout),
     ]  # fmt: skip
     if args.threshold is not None:
-        options += ["--threshold", str(args.threshold)]
+        options += ["--threshold", f"{args.threshold * 100:.15g}%"]  # 150 % stays 150 %
     print(f"measuring GOOD {good[:10]} in {good_checkout}...", file=err, flush=True)
     if step_main(options + ["--measure-good", "--", *extra], good_checkout) != 0:
         raise BisectError(f"the case did not run at GOOD {args.good}; see {folder}/good.log")

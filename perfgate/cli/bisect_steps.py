@@ -13,12 +13,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from perfgate.cli.history_runs import load
-from perfgate.fields import Declared
 from perfgate.report.tables import render
-from perfgate.stats import compare_samples
-from perfgate.verdict.noise import case_threshold
-from perfgate.verdict.outcome import Verdict, decide
-from perfgate.verdict.rules import Case
+from perfgate.verdict.judge import evidence, judge_all
+from perfgate.verdict.outcome import Verdict
 from perfgate.verdict.thresholds import Thresholds, parse_fraction
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
@@ -76,38 +73,34 @@ def judge(
     alpha: float,
     earlier_good: Path | None = None,
 ) -> tuple[int, list]:
-    """(GOOD/BAD/SKIP, one dict per case measured on both sides) for a measurement, decided as
-    the gate decides a first pass (``verdict.outcome.decide``: the same rules, at the gate's
-    threshold for each case: ``threshold`` given, else the test's marker, else from GOOD's
-    measured noise, never below the device floor). BAD when a case is a regression (confirmed
-    or not: the bisection measures GOOD again itself); SKIP when none is and one is not gated
-    (too few rounds, too noisy, or slower past the threshold without significance).
+    """(GOOD/BAD/SKIP, one dict per case measured on both sides) for a measurement, decided by
+    the one judge as the gate decides a first pass (``verdict.judge.judge_case``: the same
+    preconditions and rules, at the gate's threshold for each case: ``threshold`` given, else the
+    test's marker, else from GOOD's measured noise, never below the device floor). BAD when a
+    case is a regression (confirmed or not: the bisection measures GOOD again itself); SKIP when
+    none is and one is not gated (what the gate declines: too few rounds, too noisy, host-bound,
+    other code, an untrusted GPU, slower past the threshold without significance).
     ``earlier_good``: GOOD measured before, whose comparison confirms (the gate's re-run)."""
-    good, now = load(good_json).benchmarks, load(current_json).benchmarks
+    good_run, now_run = load(good_json), load(current_json)
     earlier = load(earlier_good).benchmarks if earlier_good else {}
     thresholds = Thresholds(default=threshold, alpha=alpha)
+    both = {name: e for name, e in evidence([good_run], now_run).items() if e.before and e.now}
+    for name, found in both.items():
+        if name in earlier:
+            both[name] = replace(found, again=(earlier[name], found.now))
     cases = []
-    for fullname in [name for name in now if name in good]:
-        before, after = good[fullname], now[fullname]
-        case = case_threshold(before, [before], before.declarations, thresholds)
-        comparison = compare_samples(before.samples, after.samples)
-        marker = before.declarations.get(Declared.THRESHOLD)
-        judged = Case(fullname, before, after, case.value, thresholds, marker, comparison)
-        if fullname in earlier:
-            again = compare_samples(earlier[fullname].samples, after.samples)
-            judged = replace(judged, again=again)
-        decision = decide(judged)
-        verdict = Verdict.NOT_GATED if case.too_noisy else decision.verdict
-        message = f"not gated: {case.too_noisy}" if case.too_noisy else decision.message
+    for result in judge_all(both, thresholds):
+        c = result.comparison
         cases.append(
             {
-                "name": after.name,
-                "change_percent": comparison.change_percent,
-                "p_value": comparison.p_value,
-                "threshold": case.value,
-                "threshold_source": case.source,
-                "verdict": str(verdict),
-                "message": message,
+                "name": both[result.name].now.name,
+                "change_percent": c.change_percent if c else None,
+                "p_value": c.p_value if c else None,
+                "threshold": result.threshold,
+                "threshold_source": result.threshold_source,
+                "verdict": str(result.verdict),
+                "reason": str(result.reason) if result.reason else None,
+                "message": result.message,
             }
         )
     if any(c["verdict"] in SLOWER for c in cases):
@@ -179,10 +172,13 @@ def _why(cases: list) -> str:
 
 
 def _cases_text(cases: list) -> str:
-    return "; ".join(
-        f"{c['name']} {c['change_percent']:+.1f} % (p={c['p_value']:.2g}, {c.get('verdict', '?')})"
-        for c in cases
-    )
+    def one(c: dict) -> str:
+        if c.get("change_percent") is None:
+            return f"{c['name']} ({c.get('verdict', '?')})"
+        change = f"{c['change_percent']:+.1f} % (p={c['p_value']:.2g}"
+        return f"{c['name']} {change}, {c.get('verdict', '?')})"
+
+    return "; ".join(one(c) for c in cases)
 
 
 def log_table(log: Path) -> str:

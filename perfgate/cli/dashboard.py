@@ -24,14 +24,16 @@ from perfgate.report.dashboard import (
     summary_markdown,
 )
 from perfgate.store import StoreError as RunError
+from perfgate.verdict.outcome import Verdict
+from perfgate.verdict.rows import GateRow, from_json
 
 
-def read_gate_regressions(path: Path) -> list[dict]:
+def read_gate_regressions(path: Path) -> list[GateRow]:
     """The confirmed regressions of a gate's JSON summary (``--perf-gate-report``'s twin)."""
     try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
-        return [row for row in rows if row["verdict"] == "regression"]
-    except (OSError, ValueError, TypeError, KeyError) as error:
+        rows = from_json(json.loads(path.read_text(encoding="utf-8")))
+        return [row for row in rows if row.verdict is Verdict.REGRESSION]
+    except (OSError, ValueError, UnicodeDecodeError) as error:
         raise DashboardError(
             f"{path} is not a perfgate gate summary ({error}); pass the gate.json that "
             "--perf-gate wrote beside gate.md"

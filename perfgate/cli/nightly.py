@@ -13,7 +13,7 @@ power-limited (its stored comparison drifts with the clock between sessions), sa
 
 Exit status: 0 the night passes, 1 an A/B-confirmed regression or a failing test, 2 an error (one
 line), pytest's own status when the stored comparison could not run (4 usage, 6 gate could not
-run), 130 interrupted.
+run), 6 when the night gated no case, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -28,11 +28,15 @@ from pathlib import Path
 
 from perfgate.cli import ab
 from perfgate.cli.guard import CommandError
-from perfgate.cli.nightly_report import NightRow, decide, markdown
+from perfgate.cli.nightly_report import markdown
+from perfgate.verdict import nightly as policy
+from perfgate.verdict import rows as gate_rows
+from perfgate.verdict.nightly import NightRow, ab_reason
 from perfgate.verdict.outcome import Verdict
 from perfgate.verdict.thresholds import Thresholds
 
 RESULTS = Path("perfgate-results")
+GATED_NOTHING = 6  # as the gate's exit status when it gated nothing
 SCREEN = 0.01  # a gated case slower than this in the stored comparison goes to the A/B
 TARGET = 0.03  # the A/B's threshold: a 3 % slowdown fails the night
 
@@ -48,25 +52,6 @@ class NightlyOptions:
     blocks: int = 3  # 3-5 % caught in 22 of 22 with 3 (docs/gate-validation/h100-session7/)
     pytest_args: list[str] = field(default_factory=list)
     more_blocks: int = 3  # extra block pairs for the cases the first blocks left undecided
-
-
-def ab_reason(row: dict, screen: float, target: float) -> str | None:
-    """Why a row of gate.json goes to the A/B, or None when the stored comparison decides."""
-    verdict, change = row["verdict"], row.get("change_percent")
-    if verdict in (Verdict.NEW, Verdict.NOT_RUN) or row.get("gated_on"):  # exact: no A/B
-        return None
-    if verdict in (Verdict.REGRESSION, Verdict.UNCONFIRMED):
-        return f"stored comparison: {verdict}"
-    if not row["gated"]:
-        return f"stored comparison {row['message']}"
-    if row.get("clocks"):
-        return row["clocks"]
-    if change is not None and change > 100 * screen:
-        return f"stored comparison {change:+.1f}% (screen {screen:.0%})"
-    threshold = row.get("threshold")
-    if threshold is not None and threshold > target and row.get("threshold_source") != "marker":
-        return f"stored threshold {threshold:.1%} is looser than {target:.0%}"
-    return None
 
 
 def stored_comparison_command(options: NightlyOptions) -> list[str]:
@@ -94,18 +79,15 @@ def failing_tests(junit: Path) -> int:
     return sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
 
 
-def read_gate(results: Path) -> list[dict]:
+def read_gate(results: Path) -> list[gate_rows.GateRow]:
     path = results / "gate.json"
     try:
-        rows = json.loads(path.read_text(encoding="utf-8"))
+        return gate_rows.from_json(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
         raise CommandError(f"{path} is missing: run the stored comparison first (without "
-                         "--confirm-only)") from None  # fmt: skip
-    except ValueError as error:
+                           "--confirm-only)") from None  # fmt: skip
+    except (ValueError, UnicodeDecodeError) as error:  # RowsError is a ValueError
         raise CommandError(f"{path} is not the gate's JSON ({error}); run the gate again") from None
-    if not isinstance(rows, list) or not all(isinstance(r, dict) and "name" in r for r in rows):
-        raise CommandError(f"{path} is not the gate's JSON (a list of rows); run the gate again")
-    return rows
 
 
 def base_commit(options: NightlyOptions, root: Path) -> str:
@@ -181,8 +163,7 @@ def run_nightly(options: NightlyOptions, out, err) -> int:
             return status
         failed = failing_tests(options.results / "junit.xml")
     rows = read_gate(options.results)
-    reasons = {r["name"]: why for r in rows if (why := ab_reason(r, options.screen,
-                                                                    options.target))}  # fmt: skip
+    reasons = {r.name: why for r in rows if (why := ab_reason(r, options.screen, options.target))}
     verdicts = {}
     commit = ""
     if reasons:
@@ -194,22 +175,29 @@ def run_nightly(options: NightlyOptions, out, err) -> int:
         except KeyboardInterrupt:
             print("perfgate nightly: interrupted; the base worktree was removed", file=err)
             return 130
-    night = decide(rows, reasons, verdicts)
+    night = policy.decide(rows, reasons, verdicts)
     write(night, options, commit, failed)
     print(markdown(night, commit, options.blocks, options.target, failed), file=out)
-    return 1 if failed or any(row.verdict == Verdict.REGRESSION for row in night) else 0
+    if failed or policy.failed(night):
+        return 1
+    if policy.gated_nothing(night):
+        print(f"perfgate nightly: the night gated no case ({len(night)} in "
+              f"{options.results / 'gate.json'}); it cannot pass: check the stored "
+              "comparison's selection and its baseline", file=err)  # fmt: skip
+        return GATED_NOTHING
+    return 0
 
 
 def write(night: list[NightRow], options: NightlyOptions, commit: str, failed: int) -> None:
     report = markdown(night, commit, options.blocks, options.target, failed)
     (options.results / "nightly.md").write_text(report + "\n", encoding="utf-8")
-    rows = [row.__dict__ for row in night]
+    cases = [{**n.row.as_json(), "decided_by": n.decided_by, "stored": n.stored, "ab": n.ab,
+              "why_ab": n.why_ab} for n in night]  # fmt: skip
     data = {"base_commit": commit, "blocks": options.blocks, "target": options.target,
-            "screen": options.screen, "failing_tests": failed, "cases": rows}  # fmt: skip
+            "screen": options.screen, "failing_tests": failed, "cases": cases}  # fmt: skip
     (options.results / "nightly-verdicts.json").write_text(json.dumps(data, indent=2) + "\n")
-    # the gate's row format with the night's verdicts, for perfgate dashboard --gate
-    gate = [{"name": r.name, "verdict": r.verdict, "message": r.message,
-             "change_percent": r.change_percent} for r in night]  # fmt: skip
+    # the gate's rows with the night's verdicts, for perfgate dashboard --gate
+    gate = gate_rows.as_json([n.row for n in night])
     (options.results / "nightly-gate.json").write_text(json.dumps(gate, indent=2) + "\n")
 
 

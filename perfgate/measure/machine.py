@@ -79,11 +79,13 @@ UNTRUSTED_THROTTLE_MASK = 0x8 | 0x20 | 0x40 | 0x80
 
 
 def gpu_health() -> dict:
-    """Clocks, temperature, throttle reasons and other processes of GPU 0, through NVML when
+    """Clocks, temperature, throttle reasons and other processes of the GPU this process times
+    on (``nvml.selected``: ``measure.gpu`` selects torch's device by UUID), through NVML when
     pynvml is installed (``perfgate[gpu]``), else by nvidia-smi; ``source`` says which.
 
-    ``trusted`` is False when the GPU throttles for heat or power or another process uses it:
-    such a run is reported, not gated. Neither NVML nor nvidia-smi gives ``{"available": False}``.
+    ``trusted`` is False when the GPU throttles for heat or power or another process uses it (a
+    process on another GPU of the host does not count): such a run is reported, not gated.
+    Neither NVML nor nvidia-smi gives ``{"available": False}``.
     """
     gpu = nvml.device()
     if gpu is not None:
@@ -98,7 +100,8 @@ def gpu_health() -> dict:
         return {"available": False}
     health = dict(zip(GPU_QUERY_FIELDS, (f.strip() for f in fields[0].split(",")), strict=False))
     processes = _nvidia_smi(["--query-compute-apps=pid,process_name,used_memory"]) or []
-    others = [p.strip() for p in processes if p.strip() and str(os.getpid()) not in p]
+    own = str(os.getpid())
+    others = [p.strip() for p in processes if p.strip() and p.split(",")[0].strip() != own]
     return _judged({**health, "source": "nvidia-smi"}, others)
 
 

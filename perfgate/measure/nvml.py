@@ -31,12 +31,24 @@ class Reading:
         return asdict(self)
 
 
-class Device:
-    """GPU ``index`` through an initialized NVML."""
+@dataclass(frozen=True)
+class HostGpu:
+    """One GPU of the host as NVML knows it, whatever CUDA_VISIBLE_DEVICES hides."""
 
-    def __init__(self, nvml, index: int = 0):
+    index: int  # NVML's index, nvidia-smi's: PCI bus order
+    uuid: str  # "GPU-<uuid>", as nvidia-smi -L prints it and CUDA_VISIBLE_DEVICES takes it
+    name: str
+
+
+class Device:
+    """One GPU through an initialized NVML: ``key`` is its UUID ("GPU-...") or NVML's index."""
+
+    def __init__(self, nvml, key: int | str = 0):
         self.nvml = nvml
-        self.handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        if isinstance(key, str):  # bytes: pynvml before 11.5 passes the argument to C as is
+            self.handle = nvml.nvmlDeviceGetHandleByUUID(key.encode())
+        else:
+            self.handle = nvml.nvmlDeviceGetHandleByIndex(key)
 
     def sm_clock_mhz(self) -> int:
         """The SM clock now (MHz): one cheap call, for reading between rounds."""
@@ -114,40 +126,79 @@ def _text(value) -> str:
 
 _device: Device | None = None
 _tried = False
-_index = 0  # the GPU this process times on: 0, or a pytest-xdist worker's own (select)
+_key: int | str = 0  # the GPU this process times on: its UUID once measure.gpu selected it
 
 
-def select(index: int) -> None:
-    """Read GPU ``index`` (NVML's numbering, as nvidia-smi's) from now on."""
-    global _index
-    _index = index
+def select(key: int | str) -> None:
+    """Read this GPU from now on: its UUID ("GPU-...", as measure.gpu selects it) or NVML's
+    index (nvidia-smi's numbering)."""
+    global _key
+    _key = key
     forget()
 
 
-def selected() -> int:
-    return _index
+def selected() -> int | str:
+    """The selected GPU as nvidia-smi's ``--id`` takes it: a UUID, or an index (0 unselected)."""
+    return _key
 
 
 def device() -> Device | None:
-    """The selected GPU (0 unless ``select``) through NVML, initialized once; None without
-    pynvml or a working driver."""
+    """The selected GPU (index 0 unless ``select``) through NVML, initialized once; None
+    without pynvml, a working driver, or a GPU of that UUID."""
     global _device, _tried
     if not _tried:
         _tried = True
-        _device = _open()
+        _device = _open(_initialized())
     return _device
 
 
-def _open() -> Device | None:
+def _open(nvml) -> Device | None:
+    if nvml is None:
+        return None
+    try:
+        return Device(nvml, _key)
+    except nvml.NVMLError:
+        return None
+
+
+def host_gpus() -> list[HostGpu]:
+    """Every GPU of the host in NVML's order; empty without pynvml or a working driver."""
+    nvml = _initialized()
+    if nvml is None:
+        return []
+    try:
+        handles = [nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount())]
+        return [
+            HostGpu(i, _text(nvml.nvmlDeviceGetUUID(h)), _text(nvml.nvmlDeviceGetName(h)))
+            for i, h in enumerate(handles)
+        ]
+    except nvml.NVMLError:
+        return []
+
+
+def is_mig_instance(uuid: str) -> bool:
+    """Whether NVML knows ``uuid`` (CUDA's form: hex digits, no prefix) as a MIG instance."""
+    nvml = _initialized()
+    if nvml is None:
+        return False
+    try:
+        nvml.nvmlDeviceGetHandleByUUID(f"MIG-{uuid}".encode())
+    except nvml.NVMLError:
+        return False
+    return True
+
+
+def _initialized():
+    """pynvml with NVML initialized (NVML counts its initializations); None without it."""
     try:
         nvml = importlib.import_module("pynvml")
     except ImportError:
         return None
     try:
         nvml.nvmlInit()
-        return Device(nvml, _index)
     except nvml.NVMLError:
         return None
+    return nvml
 
 
 def forget() -> None:
@@ -198,7 +249,8 @@ def round_clocks() -> RoundClocks | None:
 
 
 def lock_base_clocks_for_session() -> tuple[str, object]:
-    """Lock GPU 0's clocks at base for this session: (one line to show, the undo or None)."""
+    """Lock the selected GPU's clocks at base for this session: (one line to show, the undo or
+    None)."""
     gpu = device()
     if gpu is None:
         return (

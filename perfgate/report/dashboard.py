@@ -23,6 +23,7 @@ from perfgate.report.dashboard_page import benchmark_page, page, step_cell, tabl
 from perfgate.store import owners
 from perfgate.store import schema as run_schema
 from perfgate.verdict import steps as changepoints
+from perfgate.verdict.rows import GateRow
 
 MARKER = ".perfgate-dashboard"  # written into the folder: it may be rebuilt in place
 
@@ -183,20 +184,20 @@ def sparkline(values: Sequence[float]) -> str:
     return "".join(SPARK[round((v - low) / (high - low) * (len(SPARK) - 1))] for v in values)
 
 
-def regressions_markdown(regressions: list[dict], grouped: dict, site: str) -> str:
+def regressions_markdown(regressions: list[GateRow], grouped: dict, site: str) -> str:
     """For each confirmed regression: a link to its page and a trend line of its medians over
     the newest TREND_RUNS runs of its hardware (the night's run last)."""
     if not regressions:
         return ""
     lines = ["Confirmed regressions, with their history (newest run last):", ""]
     for row in regressions:
-        name = row["name"]
+        name = row.name
         homes = [
             (hw, runs) for hw, runs in grouped.items() if any(name in r.benchmarks for r in runs)
         ]
         if not homes:
             lines.append(
-                f"- {fmt.markdown(name)}: {fmt.markdown(row['message'])} (no history: not in any "
+                f"- {fmt.markdown(name)}: {fmt.markdown(row.message)} (no history: not in any "
                 "run given)"
             )
             continue
@@ -204,9 +205,8 @@ def regressions_markdown(regressions: list[dict], grouped: dict, site: str) -> s
         medians = [run.benchmarks[name].median for run in changepoints.measured(runs, name)]
         shown = medians[-TREND_RUNS:]
         link = f"{site.rstrip('/')}/{page_path(hardware, name)}"
-        change = row.get("change_percent")
-        number = isinstance(change, int | float) and not isinstance(change, bool)
-        change_text = fmt_percent(change / 100, signed=True) if number else "see the gate"
+        change = row.change_percent
+        change_text = "see the gate" if change is None else fmt_percent(change / 100, signed=True)
         lines.append(
             f"- [{fmt.markdown(name)}]({link}) on {fmt.markdown(hardware)}, {change_text}: "
             f"`{sparkline(shown)}` "

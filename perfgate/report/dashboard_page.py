@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from perfgate.benchmark import describe_changes, environment_changes
-from perfgate.format import fmt_change, fmt_iqr, fmt_time, html, time_unit
+from perfgate.format import fmt_change, fmt_iqr, fmt_percent, fmt_time, html, time_unit
 from perfgate.verdict.steps import Step
 
 PAGE_STYLE = """
@@ -115,7 +115,10 @@ def figure(runs: Sequence, fullname: str, steps: Sequence[Step]):
     )
     _mark(fig, environment_marks(runs), len(runs), "#888", "dash", "env: ")
     where = {str(run.path): i for i, run in enumerate(runs)}
-    step_marks = [(where[str(s.run.path)], f"step {s.change_percent:+.1f} %") for s in steps]
+    step_marks = [
+        (where[str(s.run.path)], f"step {fmt_percent(s.change_percent / 100, signed=True)}")
+        for s in steps
+    ]
     _mark(fig, step_marks, len(runs), "#d62728", "solid", "")
     fig.update_yaxes(title_text=f"median ({unit})", row=1, col=1)
     fig.update_xaxes(range=[-0.5, len(labels) - 0.5], row=1, col=1)  # annotations widen it

@@ -24,6 +24,7 @@ from perfgate.store import baseline
 from perfgate.store import schema as run_schema
 
 GATE_NOT_RUN = 6  # exit status: the gate could not run, or gated nothing (README: exit codes)
+FIRST_BASELINE = 8  # exit status: no baseline yet; this gated session saved the first one
 
 
 class GateCannotRun(Exception):
@@ -39,6 +40,7 @@ class BaselineChoice:
     per_hardware: bool = False  # key_folder is <baselines root>/<hardware key>
     baseline: Run | None = None
     members: list[Run] = field(default_factory=list)  # the baseline set, oldest first
+    first: str | None = None  # the gate has no baseline yet and saves this run as the first: why
 
     @property
     def label(self) -> str:
@@ -70,7 +72,7 @@ def storage_folder(config: pytest.Config, key: str) -> Path:
         _refuse(config, f"the baseline root {problem}; point --perf-baselines (or "
                 "perfgate_baselines) at a folder")  # fmt: skip
     if not _per_hardware(config):
-        folder = Path(storage.removeprefix("file://")).expanduser().resolve()
+        folder = Path(os.path.realpath(Path(storage.removeprefix("file://")).expanduser()))
         if (folder / key).is_dir():
             _refuse(config, f"--benchmark-storage {storage} is a baseline root (it holds "
                     f"{key}/); name the hardware folder: file://{folder / key}")  # fmt: skip
@@ -105,9 +107,13 @@ def _per_hardware(config: pytest.Config) -> bool:
 
 
 def save_hint(config: pytest.Config) -> str:
-    """How to record a baseline, with this session's own test paths."""
+    """How to record a gateable baseline (per-round data: perfgate asked), with this session's
+    own test paths; under the gate, that session saves it as the first and exits 8."""
     paths = options.test_paths(config)
-    return f"record one with `pytest {paths + ' ' if paths else ''}--benchmark-save=NAME`"
+    return (
+        f"record one with `pytest {paths + ' ' if paths else ''}--perf-gate --benchmark-save=NAME`"
+        f" (it saves the first baseline and exits {FIRST_BASELINE}: nothing to gate yet)"
+    )
 
 
 def saving_requested(config: pytest.Config) -> bool:
@@ -136,6 +142,9 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
     try:
         choice.baseline, choice.members = baseline.choose(wanted, folder, _no_runs(config, choice))
     except store.StoreError as error:
+        if gate and isinstance(error, store.NoSuchRun) and not wanted and saving_requested(config):
+            choice.first = str(error).split("; ")[0]  # the gate's first run: save, nothing to gate
+            return choice
         if gate:
             raise GateCannotRun(str(error)) from error
         if not isinstance(error, store.NoSuchRun):

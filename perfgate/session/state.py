@@ -4,8 +4,8 @@ sessions run one after another in one process share nothing.
 
 The state: the session's options (read once), its hardware key, the baseline it compares with
 and the saver its run is saved through, the mode its benchmark cases run in (timed, profiled or
-counted: ``measure.mode``), its shard, its side of an xdist session, and its gate. Plain code:
-perfgate/plugin.py's hooks call it, in the orders written there.
+counted: ``measure.mode``), its shard, its side of an xdist session, its gate, and the GPU it
+times on. Plain code: perfgate/plugin.py's hooks call it, in the orders written there.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pytest
 
 import perfgate  # the types below by their whole names: plugin.start builds the state, and
 from perfgate import _pytest_benchmark  # this module imports nothing above it (gate, workers)
+from perfgate.fields import RUN_FORMAT, RunField
 
 
 @dataclass
@@ -32,6 +33,7 @@ class SessionState:
     worker: perfgate.workers.Worker | None = None  # an xdist worker, merged by the controller
     controller: perfgate.workers.Controller | None = None  # merges the workers' runs
     gate: perfgate.gate.GateSession | None = None
+    gpu: dict | None = None  # the GPU this process times on (fields.Gpu), where it is one
 
     def start_session(self, session: pytest.Session) -> None:
         """At session start (pytest-benchmark's session exists by then): route its saving
@@ -46,12 +48,13 @@ class SessionState:
         from perfgate.measure import machine
 
         return {
-            "hardware_key": self.key,
-            "software": machine.software_versions(),
-            "gpu_health": machine.gpu_health() if use_cuda else {"available": False},
-            "clocks_locked": self.clocks[1],
+            RunField.FORMAT: RUN_FORMAT,
+            RunField.HARDWARE_KEY: self.key,
+            RunField.SOFTWARE: machine.software_versions(),
+            RunField.GPU_HEALTH: machine.gpu_health() if use_cuda else {"available": False},
+            RunField.CLOCKS_LOCKED: self.clocks[1],
             **(self.shard.machine_info() if self.shard else {}),
-            **(self.worker.machine_info() if self.worker else {}),
+            **({RunField.GPU: self.gpu} if self.gpu else {}),
         }
 
     def header(self) -> str | None:

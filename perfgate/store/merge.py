@@ -4,8 +4,9 @@ GPU, ``workers.py``) or of CI shards (``--perf-shard I/N``, ``perfgate merge``).
 The parts must be one run: the same hardware key and the same commit, and no case in two parts;
 shards must also be all N parts of one split. The merged run is an ordinary pytest-benchmark run
 JSON: the store, the gate and ``perfgate compare`` read it as any other. Each benchmark records
-its part in ``extra_info`` (``worker`` or ``shard``); the GPU is trusted only when every part's
-was, and each untrusted reason names its part.
+its part in ``extra_info`` (``worker`` or ``shard``) and the GPU it was timed on; the GPU is
+trusted only when every part's was, and each untrusted reason names its part. The run's shard
+and GPU stay where every part shares them (the workers of one shard: its shard).
 """
 
 from __future__ import annotations
@@ -34,7 +35,10 @@ def merge_runs(parts: dict[str, dict], kind: str = Field.WORKER) -> dict:
     merged["datetime"] = min(str(parts[label].get("datetime") or "") for label in labels)
     merged["benchmarks"] = _benchmarks(parts, labels, kind)
     facts = merged.setdefault("machine_info", {}).setdefault(RunField.PERFGATE, {})
-    facts.pop(RunField.SHARD, None)
+    for fact in (RunField.SHARD, RunField.GPU):  # kept where every part shares it (a shard
+        values = [_perfgate(parts[label]).get(fact) for label in labels]  # timed under -n)
+        if any(value != values[0] for value in values):
+            facts.pop(fact, None)
     facts[RunField.GPU_HEALTH] = _health(parts, labels)
     facts[f"{kind}s"] = labels
     return merged

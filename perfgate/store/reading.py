@@ -12,7 +12,7 @@ from pathlib import Path
 
 from perfgate import format as fmt
 from perfgate.benchmark import Run, RunFormatError, run_from_json
-from perfgate.fields import with_bounded_data
+from perfgate.fields import RUN_FORMAT, RunField, with_bounded_data
 from perfgate.store import schema as run_schema
 
 RUN_FILE = re.compile(r"^(\d{4,})_(.*)\.json$")
@@ -83,7 +83,25 @@ def _bounded_json(path: Path, stamp: tuple[int, int]) -> dict:
             f"run {path} is not valid JSON ({error.msg} at line {error.lineno}); it may be "
             f"truncated: {_restore(path)}"
         ) from error
-    return with_bounded_data(data) if isinstance(data, dict) else data
+    return migrated(data, path) if isinstance(data, dict) else data
+
+
+def migrated(data: dict, path: Path | None) -> dict:
+    """A run of any format as today's (``RUN_FORMAT``), the one migration every read goes
+    through: a run of a newer format than this perfgate reads is refused in one line; format 0
+    (an older perfgate, or pytest-benchmark alone) has the fields of format 1, which only added
+    the version, and needs no change. Every run's per-round data is bounded as it is read (an
+    older run, a merged one or a --benchmark-json may hold every round: hundreds of MB as
+    Python floats, dropped as soon as it is parsed)."""
+    info = data.get("machine_info")
+    ours = info.get(RunField.PERFGATE) if isinstance(info, dict) else None
+    version = ours.get(RunField.FORMAT, 0) if isinstance(ours, dict) else 0
+    if not isinstance(version, int) or isinstance(version, bool) or version > RUN_FORMAT:
+        raise StoreError(
+            f"run {path} has format {version!r}, written by a newer perfgate than this one "
+            f"(which reads formats 0 to {RUN_FORMAT}): upgrade perfgate"
+        )
+    return with_bounded_data(data)
 
 
 def _restore(path: Path) -> str:

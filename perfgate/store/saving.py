@@ -9,7 +9,6 @@ SIGTERM that arrive meanwhile are held until the save is done.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import tempfile
@@ -20,6 +19,7 @@ from pathlib import Path
 
 from perfgate import store
 from perfgate.store import owners
+from perfgate.store.writing import run_text
 
 UNSAVED = Path("perfgate-results") / "unsaved"
 SAVE_FAILED = 7  # exit status: --benchmark-save could not save the run (README: exit codes)
@@ -71,7 +71,7 @@ def _save(run_json: dict, name: str, root: Path, unclean: str | None, store_at) 
 def put_aside(run_json: dict, name: str, root: Path) -> Path:
     """Write the run to ``root/perfgate-results/unsaved/<UTC time>_<name>.json`` (a new file,
     never over another), or to the temporary folder when that fails; returns its path."""
-    text = json.dumps(run_json, indent=4)
+    text = run_text(run_json)  # as the store writes it: what it can save, this can keep
     try:
         store.check_save_name(name)
     except store.StoreError:

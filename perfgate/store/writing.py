@@ -33,7 +33,7 @@ def check_save_name(name: str) -> None:
 def save(key_folder: Path, machine_id: str, name: str, run_json: dict) -> Path:
     """Write ``run_json`` as the next number under ``key_folder/machine_id``; returns its path."""
     folder = machine_folder(key_folder, machine_id)
-    temporary = owners.write_temporary(folder, _text(run_json))
+    temporary = owners.write_temporary(folder, run_text(run_json))
     try:
         return save_file(key_folder, machine_id, name, temporary)
     finally:
@@ -101,7 +101,7 @@ def write_new(path: Path, run_json: dict) -> Path:
     """Write a run to ``path``, a new file (never over another); StoreError when it exists."""
     path = Path(path)
     try:
-        temporary = owners.write_temporary(path.parent, _text(run_json))
+        temporary = owners.write_temporary(path.parent, run_text(run_json))
         try:
             os.link(temporary, path)  # FileExistsError: nothing is overwritten
         finally:
@@ -116,7 +116,7 @@ def write_new(path: Path, run_json: dict) -> Path:
 def write_json(target, run_json: dict) -> None:
     """Write a run to ``target``, a path or a binary file object (pytest-benchmark before 5.3
     opens its --benchmark-json file itself)."""
-    text = _text(run_json)
+    text = run_text(run_json)
     if hasattr(target, "write"):
         target.write(text.encode())
         target.flush()
@@ -124,5 +124,12 @@ def write_json(target, run_json: dict) -> None:
         Path(target).write_text(text, encoding="utf-8")
 
 
-def _text(run_json: dict) -> str:
-    return json.dumps(run_json, ensure_ascii=True, indent=4)
+def run_text(run_json: dict) -> str:
+    """A run as JSON text, written as pytest-benchmark writes it: a value JSON cannot hold (a
+    function a test is parametrized with) as ``UNSERIALIZABLE[repr]``, so any run can be saved."""
+    return json.dumps(run_json, ensure_ascii=True, indent=4, default=unserializable)
+
+
+def unserializable(value: object) -> str:
+    """How pytest-benchmark writes a value JSON cannot hold."""
+    return f"UNSERIALIZABLE[{value!r}]"

@@ -1,7 +1,7 @@
 """The verdict: rules (one interface, ``rules.RULES``), thresholds, pairing of a run with its
 baseline, the judgement, paired A/B blocks, attribution, steps, and the summary."""
 
-from perfgate.benchmark import Ratio
+from perfgate.fields import Ratio
 from perfgate.verdict.judge import GateResult, Verdict, judge
 from perfgate.verdict.thresholds import Thresholds, parse_thresholds
 

@@ -32,14 +32,20 @@ def clocks_note(before: Benchmark, now: Benchmark) -> str | None:
 
 
 def gpu_note(before: Benchmark, now: Benchmark) -> str | None:
-    """'compared across two GPUs: ...' when both runs record the GPU that timed the case (a
-    pytest-xdist worker's, ``Benchmark.gpu``) and they are two physical GPUs, else None."""
+    """'compared across two GPUs: ...' when both runs record the GPU that timed the case
+    (``Benchmark.gpu``: a worker's, else the run's) and they are two physical GPUs, else None."""
     gpus = [benchmark.gpu for benchmark in (before, now)]
     if not all(isinstance(gpu, dict) for gpu in gpus):
         return None
     ids = [gpu.get(Gpu.UUID) or gpu.get(Gpu.PHYSICAL_INDEX, gpu.get(Gpu.INDEX)) for gpu in gpus]
     if ids[0] == ids[1]:
         return None
-    shown = [f"GPU {gpu.get(Gpu.PHYSICAL_INDEX, gpu.get(Gpu.INDEX))} "
-             f"({gpu.get(Gpu.UUID) or 'no UUID'})" for gpu in gpus]  # fmt: skip
+    shown = [_gpu_words(gpu) for gpu in gpus]
     return f"compared across two GPUs of one model: baseline on {shown[0]}, now on {shown[1]}"
+
+
+def _gpu_words(gpu: dict) -> str:
+    """'GPU 1 (GPU-5f11...)', or the UUID alone where no index was recorded (no NVML)."""
+    index = gpu.get(Gpu.PHYSICAL_INDEX, gpu.get(Gpu.INDEX))
+    uuid = gpu.get(Gpu.UUID) or "no UUID"
+    return f"GPU {index} ({uuid})" if index is not None else uuid

@@ -65,6 +65,7 @@ class CaseThreshold:
     value: float
     source: str
     too_noisy: str | None = None
+    noise: Noise | None = None
 
 
 def _relative_spread(values: list[float]) -> float:
@@ -119,9 +120,32 @@ def noise_threshold(noise: Noise, floor: float) -> CaseThreshold:
     if not math.isfinite(needed) or needed > CEILING:
         reason = (
             f"too noisy: {noise.describe()} needs a threshold of {needed:.1%}, above the "
-            f"{CEILING:.0%} ceiling; reduce the noise or give the test a threshold marker"
+            f"{CEILING:.0%} ceiling"
         )
-        return CaseThreshold(needed, noise.describe(), too_noisy=reason)
+        # judged at that loose threshold all the same: a change past it is never let through
+        needed = needed if math.isfinite(needed) else math.inf
+        return CaseThreshold(needed, noise.describe(), too_noisy=reason, noise=noise)
     if needed <= floor:
         return CaseThreshold(floor, f"floor {floor:.0%} ({noise.describe()})")
     return CaseThreshold(needed, f"{noise.describe()} x {NOISE_MULTIPLIER:g}")
+
+
+def too_noisy_message(case: CaseThreshold, current: Benchmark | None, paired: bool) -> str:
+    """Why a noisy case is not gated, which side was noisy and what to do: its change stayed
+    within the loose threshold its noise needs. ``current``: the current run, whose own blocks
+    say whether it was noisy too (None for an A/B, whose noise is A's blocks')."""
+    if paired:
+        return (
+            f"{case.too_noisy}: A's blocks disagree with each other; run more blocks (--blocks), "
+            "on a quieter machine, or give the test a threshold marker"
+        )
+    now = measured_noise(current, []) if current is not None else None
+    loud = now is not None and NOISE_MULTIPLIER * now.fraction > CEILING
+    side = "the baseline and the current run were" if loud else "the baseline was"
+    now_words = f"; the current run's {now.describe()}" if now is not None else ""
+    return (
+        f"{case.too_noisy}, and its change is within that{now_words}: {side} noisy. Record the "
+        "baseline again on a quiet machine, as a set of 3 or more runs (--benchmark-save three "
+        "times), count instructions instead (--perf-measure instructions), or give the test a "
+        "threshold marker"
+    )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from perfgate.stats import Comparison
+from perfgate.verdict.reason import Reason
 from perfgate.verdict.rules import Case, findings
 from perfgate.verdict.time_change import TimeRegression
 
@@ -31,6 +32,11 @@ class Verdict(str, Enum):
         gated = (Verdict.REGRESSION, Verdict.UNCONFIRMED, Verdict.IMPROVEMENT, Verdict.UNCHANGED)
         return self in gated
 
+    @property
+    def slower(self) -> bool:
+        """A regression, confirmed or not."""
+        return self in (Verdict.REGRESSION, Verdict.UNCONFIRMED)
+
 
 @dataclass(frozen=True)
 class GateResult:
@@ -47,6 +53,8 @@ class GateResult:
     details: tuple[str, ...] = ()  # lines shown under the row, e.g. a function-level diff
     clocks: str | None = None  # "power-limited: ...": explains a change, never stops the gate
     gated_on: str | None = None  # what decided a gated case other than time ("exact launch counts")
+    reason: Reason | None = None  # why a case is not gated (None for every other verdict)
+    shift: str | None = None  # the session's machine-wide shift, where it was judged against one
 
 
 @dataclass(frozen=True)
@@ -58,6 +66,7 @@ class Decision:
     message: str
     comparison: Comparison | None = None
     parts: tuple[str, ...] = ()
+    reason: Reason | None = None
 
 
 def decide(case: Case, measured: str = "time") -> Decision:
@@ -76,7 +85,8 @@ def decide(case: Case, measured: str = "time") -> Decision:
         return Decision(verdict, "; ".join(messages), case.first, parts)
     slower = TimeRegression(case.threshold, case.thresholds.alpha)
     if measured == "time" and case.first and (reason := slower.undecided(case.first)):
-        return Decision(Verdict.NOT_GATED, f"not gated: {reason}", case.first)
+        why, words = reason
+        return Decision(Verdict.NOT_GATED, f"not gated: {words}", case.first, reason=why)
     if better := [f.message for f in found if not f.worse]:
         return Decision(Verdict.IMPROVEMENT, "; ".join(better), case.best or case.first)
     return Decision(Verdict.UNCHANGED, unchanged_message(case, measured), case.first)

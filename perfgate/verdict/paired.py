@@ -1,17 +1,16 @@
 """Paired decisions: two trees run in alternating blocks (``perfgate ab``), block i of the
 baseline next to block i of the current tree. Drift that a pair shares cancels in its ratio, so
-a case is compared pair by pair and judged by the gate's own rules and words (``verdict.rules``,
-``verdict.outcome.decide``: time on the block pairs, peak memory on the last pair) at the gate's
-threshold for it (``verdict.noise``: a marker, one given, else the spread of the baseline's
-blocks, never below the device floor)."""
+a case is compared pair by pair and judged by the one judge (``verdict.judge.judge_case``: the
+gate's preconditions, rules and words; time on the block pairs, peak memory on the last pair) at
+the gate's threshold for it (``verdict.noise``: a marker, one given, else the spread of the
+baseline's blocks, never below the device floor)."""
 
 from __future__ import annotations
 
 import numpy as np
 from scipy import stats as _scipy_stats
 
-from perfgate.benchmark import Benchmark
-from perfgate.fields import Declared
+from perfgate.benchmark import Benchmark, Run
 from perfgate.stats import (
     MIN_PAIRS,
     MIN_ROUNDS,
@@ -20,9 +19,11 @@ from perfgate.stats import (
     Samples,
     as_samples,
 )
-from perfgate.verdict.noise import case_threshold
-from perfgate.verdict.outcome import GateResult, Verdict, decide
-from perfgate.verdict.rules import Case
+from perfgate.verdict.judge import Evidence, judge_case
+from perfgate.verdict.outcome import GateResult, Verdict
+from perfgate.verdict.pairing import declarations_of, same_run_ratios, worst_ratios
+from perfgate.verdict.reason import Reason
+from perfgate.verdict.rules import RatioChange
 from perfgate.verdict.thresholds import Thresholds
 from perfgate.verdict.time_change import TOO_FEW_ROUNDS
 
@@ -79,6 +80,8 @@ def compare_paired_blocks(
 
 def block_median(benchmark: Benchmark, rounds: int | None = None) -> float:
     """Median seconds of a block's first ``rounds`` rounds (all of them when None)."""
+    if not benchmark.samples:  # saved without per-round data: its stored median
+        return benchmark.median
     samples = benchmark.samples[:rounds] if rounds else benchmark.samples
     return Benchmark(benchmark.fullname, benchmark.name, samples=samples).median
 
@@ -88,23 +91,52 @@ def judge_pairs(
     pairs: list[tuple[Benchmark, Benchmark]],
     thresholds: Thresholds,
     rounds_per_block: int | None = None,
+    untrusted: str | None = None,
+    ratios: tuple[RatioChange, ...] = (),
 ) -> GateResult:
-    """The verdict on one case from its (baseline block, current block) pairs, by the gate's rules
-    (``decide``). The blocks are their own confirmation: a slowdown is a regression at once."""
-    if len(pairs) < MIN_PAIRS:
-        reason = f"{TOO_FEW_ROUNDS} ({len(pairs)} block pairs, needs {MIN_PAIRS})"
-        return GateResult(name, Verdict.NOT_GATED, f"not gated: {reason}")
-    baseline = [a for a, _ in pairs]
-    merged = Benchmark(name, baseline[0].name, extra_info=pairs[-1][1].extra_info,
-                       samples=tuple(x for a in baseline for x in a.samples))  # fmt: skip
-    case = case_threshold(merged, baseline, merged.declarations, thresholds)
+    """The verdict on one case from its (baseline block, current block) pairs, by the one judge
+    (``judge_case``): the same preconditions, threshold and rules as the gate's. The blocks are
+    their own confirmation: a slowdown is a regression at once. ``untrusted``: why the GPU of a
+    block session cannot be trusted."""
+    if not pairs:
+        reason = f"{TOO_FEW_ROUNDS} (0 block pairs, needs {MIN_PAIRS})"
+        return GateResult(name, Verdict.NOT_GATED, f"not gated: {reason}",
+                          reason=Reason.TOO_FEW_ROUNDS)  # fmt: skip
+    a_blocks, b_blocks = [a for a, _ in pairs], [b for _, b in pairs]
+    before, now = _merged(name, a_blocks), _merged(name, b_blocks)
     medians = [(block_median(a, rounds_per_block), block_median(b, rounds_per_block))
                for a, b in pairs]  # fmt: skip
     comparison = compare_paired_blocks([a for a, _ in medians], [b for _, b in medians])
-    row = dict(comparison=comparison, threshold=case.value, threshold_source=case.source)
-    if case.too_noisy:
-        return GateResult(name, Verdict.NOT_GATED, f"not gated: {case.too_noisy}", **row)
-    (before, now), marker = pairs[-1], merged.declarations.get(Declared.THRESHOLD)
-    judged = Case(name, before, now, case.value, thresholds, marker, comparison, paired=True)
-    decision = decide(judged)
-    return GateResult(name, decision.verdict, decision.message, **row)
+    declared = now.declarations or before.declarations
+    evidence = Evidence(name, before, now, declared, tuple(a_blocks), untrusted, ratios=ratios,
+                        paired=comparison)  # fmt: skip
+    return judge_case(evidence, thresholds)
+
+
+def block_ratios(a_runs: list[Run], b_runs: list[Run]) -> dict[str, tuple[RatioChange, ...]]:
+    """Each case's same-run ratios in an A/B: A's worst block against B's median block, the B
+    blocks their own confirmation (like the time rule's pairs)."""
+    declared = declarations_of(*b_runs, *a_runs)
+    worst = worst_ratios(a_runs, declared)
+    values: dict[str, dict[str, list]] = {}
+    for run in b_runs:
+        for name, found in same_run_ratios(run, declared).items():
+            for ratio in found:
+                values.setdefault(name, {}).setdefault(ratio.name, []).append(ratio)
+    changes: dict[str, tuple[RatioChange, ...]] = {}
+    for name, by_ratio in values.items():
+        kept = []
+        for ratio_name, found in by_ratio.items():
+            if ratio_name in worst.get(name, {}):
+                now = float(np.median([ratio.value for ratio in found]))
+                kept.append(RatioChange(ratio_name, worst[name][ratio_name].value, now, now,
+                                        found[0].higher_is_better))  # fmt: skip
+        changes[name] = tuple(kept)
+    return changes
+
+
+def _merged(name: str, blocks: list[Benchmark]) -> Benchmark:
+    """A side's blocks as one benchmark: every round, and the last block's extra_info (its
+    peak memory, host-bound mark, code path, declarations)."""
+    rounds = tuple(x for block in blocks for x in block.samples)
+    return Benchmark(name, blocks[-1].name, extra_info=blocks[-1].extra_info, samples=rounds)

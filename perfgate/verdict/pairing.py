@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from perfgate.benchmark import Benchmark, Ratio, Run
-from perfgate.fields import Declared, Field
+from perfgate.benchmark import Benchmark, Run
+from perfgate.fields import Declared, Field, Ratio
 
 __all__ = ["Ratio", "RatioValue"]  # Ratio is declared by the tests: it lives in the model
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from perfgate import format as fmt
 from perfgate.benchmark import Run, environment_changes
+from perfgate.verdict import rows
 from perfgate.verdict.judge import GateResult, Verdict
-from perfgate.verdict.time_change import TOO_FEW_ROUNDS
+from perfgate.verdict.reason import Reason
 
 HEADINGS = {
     Verdict.REGRESSION: "Confirmed regressions (fail the run)",
@@ -40,12 +41,18 @@ def counts(results: list[GateResult]) -> str:
     by_verdict = {v: sum(r.verdict is v for r in results) for v in Verdict}
     inside = ", ".join(f"{by_verdict[v]} {v}" for v in Verdict if v.gated and by_verdict[v])
     parts = [f"{len(gated)} gated" + (f" ({inside})" if inside else "")]
-    few = sum(r.verdict is Verdict.NOT_GATED and TOO_FEW_ROUNDS in r.message for r in results)
+    few = sum(r.reason is Reason.TOO_FEW_ROUNDS for r in results)
     for verdict in (Verdict.NOT_GATED, Verdict.NEW, Verdict.NOT_RUN):
         if by_verdict[verdict]:
-            why = f" ({few} {TOO_FEW_ROUNDS})" if verdict is Verdict.NOT_GATED and few else ""
+            few_words = f" ({few} {Reason.TOO_FEW_ROUNDS})"
+            why = few_words if verdict is Verdict.NOT_GATED and few else ""
             parts.append(f"{by_verdict[verdict]} {verdict}{why}")
     return "; ".join(parts)
+
+
+def machine_shift(results: list[GateResult]) -> str | None:
+    """The session's machine-wide shift, where the judge found one (``verdict.shift``)."""
+    return next((r.shift for r in results if r.shift), None)
 
 
 def threshold_cell(result: GateResult) -> str:
@@ -74,6 +81,8 @@ def terminal_lines(results: list[GateResult], changes: list, baseline: str) -> l
     """The counts, the environment difference, then every result not unchanged, by verdict;
     stored text (names, versions, messages) escaped for a terminal."""
     lines = [f"perfgate gate against {baseline}: {counts(results)}"]
+    if shift := machine_shift(results):
+        lines.append(f"  machine: {shift}")
     lines += [f"  environment: {what} {before} -> {now}" for what, before, now in changes]
     for verdict in LISTED:
         rows = [r for r in results if r.verdict is verdict]
@@ -97,6 +106,8 @@ def markdown(results: list[GateResult], changes: list, baseline: str,
     saying that every verdict is in ``rest``."""
     md = fmt.markdown
     parts = ["# perfgate gate", "", f"Baseline: {md(baseline)}. Result: {counts(results)}."]
+    if shift := machine_shift(results):
+        parts += ["", f"Machine: {md(shift)}."]
     if changes:
         parts += ["", "| environment | baseline | current |", "| --- | --- | --- |"]
         parts += [f"| {md(what)} | {md(before)} | {md(now)} |" for what, before, now in changes]
@@ -146,26 +157,6 @@ def _cut(lines: list[str], rest: str) -> str:
     return "\n".join(kept + closing) + "\n"
 
 
-def as_json(results: list[GateResult]) -> list[dict]:
-    """One object per benchmark: name, verdict, gated, message, medians, change, threshold and
-    where the threshold came from."""
-    rows = []
-    for r in results:
-        c = r.comparison
-        rows.append(
-            {
-                "name": r.name,
-                "verdict": r.verdict.value,
-                "gated": r.verdict.gated,
-                "message": r.message,
-                "family": r.family,
-                "threshold": r.threshold,
-                "threshold_source": r.threshold_source,
-                "baseline_median_s": c.baseline_median if c else None,
-                "current_median_s": c.current_median if c else None,
-                "change_percent": c.change_percent if c else None,
-                "clocks": r.clocks,
-                "gated_on": r.gated_on,
-            }
-        )
-    return rows
+def as_json(results: list[GateResult]) -> dict:
+    """gate.json: one typed row per benchmark, versioned (``verdict.rows``)."""
+    return rows.as_json([rows.GateRow.of(r) for r in results])

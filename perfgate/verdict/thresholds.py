@@ -5,6 +5,7 @@ writes it (``10%`` or ``0.1``; a bare ``10`` is ambiguous and refused)."""
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from numbers import Real
@@ -14,6 +15,7 @@ DEFAULT_ALPHA = 0.01  # one-sided Mann-Whitney significance level
 DEFAULT_MEMORY_TOLERANCE = 0.01  # peak memory may grow by 1 %: it is not noisy
 DEFAULT_RATIO_THRESHOLD = 0.10  # a same-run ratio may lose 10 % of its baseline value
 DEFAULT_INSTRUCTIONS_TOLERANCE = 0.01  # instructions per call may grow by 1 %
+TIME_UPPER = math.inf  # a time threshold may pass 100 %: 150 % fails a case 2.5 times slower
 
 
 def check_fraction(value: float, name: str, upper: float = 1.0) -> float:
@@ -46,7 +48,8 @@ class Thresholds:
             fractions["default"] = self.default
         fractions.update({f"threshold of {k!r}": v for k, v in self.by_name.items()})
         for name, value in fractions.items():
-            check_fraction(value, name, upper=0.999 if name == "ratio" else 1.0)
+            upper = {"ratio": 0.999, "alpha": 1.0}.get(name, TIME_UPPER)
+            check_fraction(value, name, upper=upper)
         check_fraction(self.memory_tolerance, "memory_tolerance")
 
     def unknown_names(self, known: Iterable[str]) -> list[str]:
@@ -65,6 +68,9 @@ def parse_fraction(text: str) -> float:
     except ValueError:
         raise ValueError(f"threshold {text!r}: expected a fraction or a percentage, e.g. 0.1 "
                          "or 10%") from None  # fmt: skip
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(f"threshold {text!r}: expected a fraction or a percentage of 0 or more, "
+                         "e.g. 0.1 or 10%")  # fmt: skip
     if not percent and number > 1:
         raise ValueError(f"threshold {text!r} is ambiguous: write {value}% or {number / 100:g}")
     return number / 100.0 if percent else number
@@ -94,7 +100,7 @@ def threshold_for(test: str, family: str | None, marker: float | None, t: Thresh
     """Time threshold (fraction) of one benchmark: its marker's, else one given for its test
     function, else for its family, else the default given (else DEFAULT_TIME_THRESHOLD)."""
     if marker is not None:
-        return check_fraction(marker, f"threshold marker of {test}")
+        return check_fraction(marker, f"threshold marker of {test}", upper=TIME_UPPER)
     for name in (test, family):
         if name is not None and name.lower() in t.by_name:
             return float(t.by_name[name.lower()])

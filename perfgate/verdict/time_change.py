@@ -8,7 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perfgate.stats import MIN_PAIRS, MIN_ROUNDS, Comparison, rounds_needed
-from perfgate.verdict.thresholds import DEFAULT_ALPHA, DEFAULT_TIME_THRESHOLD, check_fraction
+from perfgate.verdict.reason import Reason
+from perfgate.verdict.thresholds import (
+    DEFAULT_ALPHA,
+    DEFAULT_TIME_THRESHOLD,
+    TIME_UPPER,
+    check_fraction,
+)
 
 TOO_FEW_ROUNDS = "too few rounds to decide"  # the not-gated reason, counted in the summary
 
@@ -19,7 +25,7 @@ class _TimeRule:
     alpha: float = DEFAULT_ALPHA  # one-sided significance level
 
     def __post_init__(self) -> None:
-        check_fraction(self.threshold, "threshold")
+        check_fraction(self.threshold, "threshold", upper=TIME_UPPER)
         check_fraction(self.alpha, "alpha")
 
     def testable(self, c: Comparison) -> bool:
@@ -70,8 +76,9 @@ class TimeRegression(_TimeRule):
             f"p={c.p_value:.2g}): {c.describe()}"
         )
 
-    def undecided(self, comparison: Comparison) -> str | None:
-        """Why the rounds show neither a slowdown past the threshold nor its absence, or None:
+    def undecided(self, comparison: Comparison) -> tuple[Reason, str] | None:
+        """Why the rounds show neither a slowdown past the threshold nor its absence (the reason
+        and its words), or None:
         a median slower past the threshold without significance, or too few rounds for a test
         and rounds that overlap. Such a case is not gated: never called unchanged."""
         c, limit = comparison, 1.0 + self.threshold
@@ -80,14 +87,14 @@ class TimeRegression(_TimeRule):
         if self.testable(c):
             if c.ratio <= limit:
                 return None
-            return (
+            return Reason.NOT_SIGNIFICANT, (
                 f"slower by {c.change_percent:.1f}% (threshold {self.threshold:.0%}) but not "
                 f"significantly (p={c.p_value:.2g}, ratio {c.confidence:.0%} CI "
                 f"[{c.ratio_low:.3f}, {c.ratio_high:.3f}]) on {c.rounds}: too noisy to decide"
             )
         if _decidable_without_test(c) and c.round_ratio_high <= limit:
             return None  # no current round is slower than any baseline round past the threshold
-        return f"{TOO_FEW_ROUNDS} ({c.rounds}, needs {self._needs(c)})"
+        return Reason.TOO_FEW_ROUNDS, f"{TOO_FEW_ROUNDS} ({c.rounds}, needs {self._needs(c)})"
 
     def _needs(self, c: Comparison) -> str:
         if c.paired:
