@@ -15,7 +15,7 @@ from helpers import (
 )
 
 from perfgate.benchmark import RunFormatError
-from perfgate.format import fmt_time
+from perfgate.format import fmt_percent, fmt_time
 from perfgate.stats import MIN_ROUNDS
 from perfgate.verdict import Thresholds, Verdict, judge
 from perfgate.verdict.judge import HOST_BOUND, failed
@@ -57,7 +57,8 @@ def test_regression_message_reports_medians_change_p_value_and_the_rerun():
     assert result.verdict is Verdict.REGRESSION and c.ratio > 1.8
     for fact in (fmt_time(c.current_median), fmt_time(c.baseline_median)):
         assert fact in result.message
-    assert f"{c.change_percent:+.1f}%" in result.message and "p=" in result.message
+    change = fmt_percent(c.change_percent / 100, signed=True)
+    assert change in result.message and "p=" in result.message
     assert "confirmed by re-run: median" in result.message
 
 
