@@ -128,7 +128,8 @@ class Asked:
             from perfgate import _pytest_benchmark
 
             _pytest_benchmark.drop_unmeasured(self.config)
-            self.state.interrupts.hold(session)  # nothing left to stop: save and report first
+            if self.state.interrupts is not None:  # nothing left to stop: save and report first
+                self.state.interrupts.hold(session)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item):
@@ -240,8 +241,8 @@ def start(config: pytest.Config, use_cuda: bool):
     choice = baseline.choose(config, key, read.gate)
     saver = Saver(config, choice, key)
     shard = sharding.selection(read.shard, choice.key_folder)  # a usage error for a bad value
-    state = SessionState(config, read, key, choice, saver, mode, interrupts, clocks, shard, worker,
-                         controller, gpu=timing_gpu)  # fmt: skip
+    state = SessionState(config, read, key, choice, saver, mode, clocks, shard, worker, controller,
+                         gpu=timing_gpu, interrupts=interrupts)  # fmt: skip
     if read.gate:
         gate_class = workers.gate_class(worker, controller)
         state.gate = gate_class(config, read, choice, saver, thresholds, mode, shard)

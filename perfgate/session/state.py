@@ -27,13 +27,13 @@ class SessionState:
     choice: perfgate.session.baseline.BaselineChoice
     saver: perfgate.session.saver.Saver
     mode: perfgate.measure.mode.Mode
-    interrupts: perfgate.session.interrupts.Interrupts
     clocks: tuple[str, bool] = ("", False)  # --perf-lock-clocks: the header line, whether locked
     shard: perfgate.sharding.ShardSelection | None = None
     worker: perfgate.workers.Worker | None = None  # an xdist worker, merged by the controller
     controller: perfgate.workers.Controller | None = None  # merges the workers' runs
     gate: perfgate.gate.GateSession | None = None
     gpu: dict | None = None  # the GPU this process times on (fields.Gpu), where it is one
+    interrupts: perfgate.session.interrupts.Interrupts | None = None  # Ctrl-C and SIGTERM
 
     def start_session(self, session: pytest.Session) -> None:
         """At session start (pytest-benchmark's session exists by then): route its saving
