@@ -13,6 +13,7 @@ import warnings
 import pytest
 import torch
 
+from perf_tests import options
 from perfgate.declarations import uses_benchmark
 from perfgate.measure import host_memory
 from perfgate.measure.timing import Budget, copy_bandwidth_gbps
@@ -34,27 +35,7 @@ IGNORED_OPTIONS = ("--benchmark-min-rounds", "--benchmark-max-time", "--benchmar
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("perf_tests", "this repository's benchmark matrix")
-    group.addoption(
-        "--device",
-        choices=("cpu", "cuda", "all"),
-        default="all",
-        help="devices to benchmark: cpu, cuda, or all present (default: all; CPU always runs)",
-    )
-    group.addoption(
-        "--perf-tier",
-        choices=tuple(TIERS),
-        default="default",
-        help="size tier: quick (CI smoke), default, full (nightly GPU). Default: default",
-    )
-    group.addoption(
-        "--perf-malloc",
-        choices=("retain", "default"),
-        default="retain",
-        help="host allocator for CPU benchmarks: retain (glibc keeps freed memory, so calls do "
-        "not page-fault their temporaries in again; steadier CPU timings) or default (glibc as "
-        "configured). Default: retain",
-    )
+    options.add(parser)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -78,7 +78,7 @@ def _add_gate(group) -> None:
         metavar="[NAME=]FRACTION",
         help="slowdown that counts, as a fraction: 0.15 for every test, sdpa=0.2 for a family or "
         "a test function (any case; repeatable; default: from each case's measured noise, "
-        "README 'Thresholds'). A test's @pytest.mark.perfgate(threshold=...) wins",
+        "docs/reference/verdicts.md). A test's @pytest.mark.perfgate(threshold=...) wins",
     )
     group.addoption(
         "--perf-gate-report",

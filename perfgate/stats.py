@@ -6,7 +6,7 @@ so a ratio above 1 means the current run is slower.
 
 Memory and time do not grow with the product of rounds and resamples: Mann-Whitney is scipy's
 (ranks, O(n log n)), and the bootstrap draws each resample's median directly (two draws, not n),
-from at most ``BOOTSTRAP_POINTS`` rounds a side (README "Thresholds"; tests/test_stats.py).
+from at most ``BOOTSTRAP_POINTS`` rounds a side (docs/reference/verdicts.md; tests/test_stats.py).
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import AB_CLOCK, commit, git, perfgate, worktrees
+from helpers import AB_CLOCK, commit, error_line, git, perfgate, worktrees
 
-from perfgate.cli import ab
+from perfgate.ab import blocks
 from perfgate.verdict.paired import compare_paired_blocks
 
 # pytest-benchmark reads this clock (--benchmark-timer); a call advances it by the cost in
@@ -62,6 +62,13 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+def last_error(err: str) -> str:
+    """The one error line of ``err``, its last, after the A/B's progress lines."""
+    errors = [line for line in err.splitlines() if line.startswith("perfgate ab: error: ")]
+    assert len(errors) == 1 and err.splitlines()[-1] == errors[0] and "Traceback" not in err, err
+    return errors[0]
+
+
 def results(path: Path) -> dict[str, dict]:
     return {row["name"]: row for row in json.loads(path.read_text())["results"]}
 
@@ -70,26 +77,37 @@ def test_a_commit_that_doubles_the_cost_is_a_regression(repo, tmp_path):
     (repo / "cost.txt").write_text("0.002")
     commit(repo, "twice the cost")
     out_file = tmp_path / "ab.json"
-    status, out, _ = perfgate(
+    status, out, err = perfgate(
         "ab", "HEAD~1", "--blocks", "3", "--out", str(out_file), "--", AB_CLOCK
     )
     assert status == 1, out
     (row,) = results(out_file).values()
     assert row["verdict"] == "regression" and 1.9 < row["ratio"] < 2.1 and row["pairs"] == 3
+    # issue 31: each block says where the A/B is: elapsed, what remains, cases decided
+    progress = [line for line in err.splitlines() if line.startswith("A/B blocks ")]
+    assert len(progress) == 6 and progress[-1].startswith("A/B blocks 6/6: pair 3 B: 1 cases")
+    assert "1 of 1 cases decided" in progress[-1] and "elapsed, about" in progress[0]
     assert "test_work: regression: slower by" in out and "1 gated (1 regression)" in out
     assert worktrees(repo) == 1  # the base worktree is gone
 
 
-def test_another_projects_test_paths_with_tests(repo, tmp_path):
+def test_another_projects_test_paths_against_uncommitted_changes(repo, tmp_path):
     git(repo, "mv", "perf_tests", "bench")  # no perf_tests/: another project's layout
-    (repo / "cost.txt").write_text("0.002")
-    commit(repo, "twice the cost, benchmarks in bench/")
+    commit(repo, "benchmarks in bench/")
+    (repo / "cost.txt").write_text("0.002")  # not committed: B is the tree as it is on disk
     out_file = tmp_path / "ab.json"
     status, out, err = perfgate("ab", "HEAD", "--tests", "bench", "--blocks", "3",
                                 "--out", str(out_file), "--", AB_CLOCK)  # fmt: skip
-    assert status == 0, out + err  # the same commit against itself: not slower
+    assert status == 1, out + err
     (row,) = results(out_file).values()
-    assert row["name"].startswith("bench/test_work.py::")
+    assert row["name"].startswith("bench/test_work.py::") and row["verdict"] == "regression"
+
+
+def test_a_base_that_is_the_tree_under_test_is_refused_before_any_block(repo, tmp_path):
+    # issue 33: an A/A (--base-ref HEAD of a clean tree) overrode a confirmed regression
+    status, _, err = perfgate("ab", "HEAD", "--out", str(tmp_path / "ab.json"), "--", AB_CLOCK)
+    assert status == 2 and "is the tree under test, file for file" in error_line(err, "ab")
+    assert worktrees(repo) == 1 and not (tmp_path / "ab-blocks").exists()
 
 
 def test_two_blocks_five_times_slower_is_a_regression_without_a_test(repo, tmp_path):
@@ -104,6 +122,9 @@ def test_two_blocks_five_times_slower_is_a_regression_without_a_test(repo, tmp_p
     (row,) = results(out_file).values()
     assert row["verdict"] == "regression" and 4.5 < row["ratio"] < 5.5 and row["pairs"] == 2
     assert "decided on 2 block pairs without a significance test" in row["message"]
+    # issue 33: strict JSON, an unbounded interval is null (never Infinity)
+    assert row["ratio_high"] is None and "Infinity" not in out_file.read_text()
+    assert "not gated: not gated" not in out
 
 
 @pytest.mark.parametrize("threshold", ["10", "sdpa=25"])
@@ -143,41 +164,54 @@ def test_a_failing_block_is_one_line_and_the_worktree_is_removed(repo, tmp_path)
     status, _, err = perfgate("ab", "HEAD~1", "--blocks", "2", "--out", str(tmp_path / "x.json"),
                               "--", AB_CLOCK)  # fmt: skip
     assert status == 2
-    last = err.strip().splitlines()[-1]  # after the progress lines
-    assert last.startswith("perfgate ab: error: block 1 of tree B") and "pytest exited 1" in last
-    assert "Traceback" not in err and worktrees(repo) == 1
-    assert (tmp_path / "x.B-0.log").is_file()
+    line = last_error(err)
+    assert "a block of tree B: pytest exited 1; its output is in" in line
+    assert worktrees(repo) == 1
+    assert (tmp_path / "x-blocks" / "lane0-pair0-B.log").is_file()
 
 
-def test_an_interrupt_removes_the_worktree(repo, monkeypatch):
+def test_an_interrupt_removes_the_worktree_and_keeps_what_it_decided(repo, tmp_path, monkeypatch):
     seen = []
 
-    def interrupted(tree, label, index, options, folder):
-        seen.append(tree)
+    def interrupted(process, names, pytest_args, report, log):
+        seen.append(process.tree)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ab, "run_block", interrupted)
-    status, _, err = perfgate("ab", "HEAD")
-    assert status == 130 and "interrupted" in err
+    monkeypatch.setattr(blocks, "run_block", interrupted)
+    (repo / "README").write_text("a change")
+    commit(repo, "docs")
+    out_file = tmp_path / "ab.json"
+    status, _, err = perfgate("ab", "HEAD~1", "--out", str(out_file))
+    assert status == 130 and "stopped (interrupted)" in err and "--resume" in err
     assert seen and not seen[0].exists() and worktrees(repo) == 1
+    (row,) = results(out_file).values()
+    assert row["verdict"] == "not gated" and "stopped (interrupted)" in row["message"]
+    assert json.loads(out_file.read_text())["remaining"] == [row["name"]]
 
 
 @pytest.mark.parametrize(
     "argv, line",
     [
         (["ab", "no-such-ref"], "BASE_REF 'no-such-ref' names no commit"),
-        (["ab", "HEAD", "--blocks", "1"], "--blocks 1: at least 2"),
-        (["ab", "HEAD", "--rounds-per-block", "0"], "--rounds-per-block 0: give at least 1"),
+        (["ab", "HEAD~1", "--blocks", "1"], "--blocks 1: at least 2"),
+        (["ab", "HEAD~1", "--rounds-per-block", "0"], "--rounds-per-block 0: give at least 1"),
+        (["ab", "HEAD~1", "--gpus", "0"], "--gpus 0: give 1 or more"),
+        (["ab", "HEAD~1", "--time-limit=-5m"], "--time-limit '-5m': a duration"),
+        (["ab", "HEAD~1", "--resume"], "--resume: no A/B to continue in"),
     ],
 )
 def test_usage_errors_are_one_line(repo, argv, line):
+    (repo / "README").write_text("a change")
+    commit(repo, "docs")
     status, _, err = perfgate(*argv)
-    assert status == 2 and line in err and len(err.strip().splitlines()) == 1, err
+    assert status == 2 and line in error_line(err, "ab"), err
 
 
 def test_a_selection_that_matches_nothing_says_so(repo):
-    status, _, err = perfgate("ab", "HEAD", "-k", "nothing_like_this", "--blocks", "2")
-    assert status == 2 and "no case of tree A" in err and "-k 'nothing_like_this'" in err
+    (repo / "README").write_text("a change")
+    commit(repo, "docs")
+    status, _, err = perfgate("ab", "HEAD~1", "-k", "nothing_like_this", "--blocks", "2")
+    assert status == 2 and "no case ran in both trees" in last_error(err)
     assert worktrees(repo) == 1
 
 
@@ -217,3 +251,95 @@ def test_the_gate_names_the_ab_command_for_its_regressions():
         "ab 0123456789ab --tests bench tests/more -k 'test_attention or test_dequantize'"
     )
     assert ab_hint(set(), "0123456789abcdef") is None and ab_hint(regressed, None) is None
+
+
+GPU_BENCHMARKS = """
+import os
+from virtual_clock import work
+
+def record(benchmark):
+    benchmark.extra_info["visible"] = os.environ.get("CUDA_VISIBLE_DEVICES")
+    benchmark.pedantic(work, rounds=5, iterations=1, warmup_rounds=0)
+""" + "".join(f"\ndef test_{name}(benchmark):\n    record(benchmark)\n" for name in "abcd")
+
+
+def test_each_gpu_gets_a_block_process_per_tree_and_a_case_keeps_its_gpu(repo, tmp_path):
+    (repo / "perf_tests" / "test_work.py").write_text(GPU_BENCHMARKS)
+    commit(repo, "four cases")
+    (repo / "README").write_text("docs only")
+    commit(repo, "docs")
+    out_file = tmp_path / "ab.json"
+    status, out, err = perfgate("ab", "HEAD~1", "--blocks", "2", "--gpus", "GPU-aa,GPU-bb",
+                                "--out", str(out_file), "--", AB_CLOCK)  # fmt: skip
+    assert status == 0, out + err
+    assert json.loads(out_file.read_text())["lanes"] == 2 and len(results(out_file)) == 4
+    seen: dict[str, set] = {}
+    for report in (tmp_path / "ab-blocks").glob("lane*-pair*-*.json"):
+        lane = int(report.name[4])
+        for entry in json.loads(report.read_text())["benchmarks"]:
+            visible = entry["extra_info"]["visible"]
+            assert visible == ["GPU-aa", "GPU-bb"][lane]  # the block process's own GPU
+            seen.setdefault(entry["fullname"], set()).add((report.name[-6], visible))
+    assert len(seen) == 4 and {v for cases in seen.values() for _, v in cases} == {
+        "GPU-aa",
+        "GPU-bb",
+    }
+    for ran in seen.values():  # A and B of a case on one GPU
+        assert {tree for tree, _ in ran} == {"A", "B"} and len({gpu for _, gpu in ran}) == 1
+
+
+def test_an_ab_that_gated_nothing_cannot_pass(repo, tmp_path, monkeypatch):
+    # issue 33: perfgate ab exited 0 with every case "not gated" (the gate exits 6 on that), and
+    # printed "not gated: not gated:"
+    from perfgate.ab import compare
+    from perfgate.verdict import Verdict
+    from perfgate.verdict.outcome import GateResult
+    from perfgate.verdict.reason import Reason
+
+    noisy = GateResult("perf_tests/test_work.py::test_work", Verdict.NOT_GATED,
+                       "not gated: too noisy to decide", reason=Reason.TOO_NOISY)  # fmt: skip
+    monkeypatch.setattr(compare, "run_ab", lambda options, err: compare.AbRun("c" * 40, [noisy]))
+    status, out, err = perfgate("ab", "HEAD~1", "--out", str(tmp_path / "ab.json"))
+    assert status == 6 and "no case was gated" in err
+    assert "test_work: not gated: too noisy to decide" in out and "not gated: not gated" not in out
+
+
+# Every pytest session (a block, or a collection) on this machine runs 4 % slower than the one
+# before: a counter shared by both trees' processes, named by PERFGATE_TEST_SESSIONS.
+DRIFT_CONFTEST = """
+import os
+from pathlib import Path
+
+def pytest_sessionstart(session):
+    counter = Path(os.environ["PERFGATE_TEST_SESSIONS"])
+    sessions = int(counter.read_text()) + 1 if counter.exists() else 0
+    counter.write_text(str(sessions))
+"""
+DRIFTING_CLOCK = VIRTUAL_CLOCK.replace(
+    "now += cost",
+    "now += 1.04 ** int(Path(os.environ['PERFGATE_TEST_SESSIONS']).read_text()) * cost",
+).replace("import random", "import os, random")
+
+
+@pytest.mark.parametrize("order", ["A B, A B (before)", "A B, B A"])
+def test_a_drift_in_time_is_a_regression_in_the_old_order_only(repo, tmp_path, monkeypatch, order):
+    (repo / "conftest.py").write_text(DRIFT_CONFTEST)
+    (repo / "virtual_clock.py").write_text(DRIFTING_CLOCK)
+    commit(repo, "a machine that slows down")
+    (repo / "README").write_text("docs only")
+    commit(repo, "docs")
+    monkeypatch.setenv("PERFGATE_TEST_SESSIONS", str(tmp_path / "sessions"))
+    if order.endswith("(before)"):
+        from perfgate.ab import engine
+
+        monkeypatch.setattr(engine, "pair_order", lambda pair: ("A", "B"))
+        monkeypatch.setattr(engine, "b_first", lambda pair: False)
+    out_file = tmp_path / "ab.json"
+    status, out, err = perfgate("ab", "HEAD~1", "--blocks", "4", "--threshold", "2%",
+                                "--out", str(out_file), "--", AB_CLOCK)  # fmt: skip
+    (row,) = results(out_file).values()
+    if order.endswith("(before)"):  # B ran after A in every pair: 4 % slower, falsely
+        assert status == 1 and row["verdict"] == "regression" and row["ratio"] > 1.03, out
+    else:  # the drift cancels across the two orders
+        assert status in (0, 6) and row["verdict"] != "regression", out + err
+        assert abs(row["ratio"] - 1) < 0.01

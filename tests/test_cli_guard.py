@@ -46,13 +46,15 @@ def hanging_repo(tmp_path: Path) -> Path:
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "0")
-    git(root, "commit", "-q", "--allow-empty", "-m", "1")
+    (root / "README").write_text("a change: A and B differ")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "1")
     return root
 
 
 @pytest.mark.parametrize(
     "command",
-    [["ab", "HEAD", "--blocks", "2"], ["bisect", "HEAD~1", "HEAD", "-k", "hangs"]],
+    [["ab", "HEAD~1", "--blocks", "2"], ["bisect", "HEAD~1", "HEAD", "-k", "hangs"]],
     ids=["ab", "bisect"],
 )
 def test_sigterm_removes_the_worktrees(hanging_repo, tmp_path, command):

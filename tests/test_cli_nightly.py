@@ -12,7 +12,9 @@ import test_cli_ab
 from helpers import AB_CLOCK as CLOCK
 from helpers import commit, error_line, git, perfgate, rounds_at, worktrees
 
-from perfgate.cli.nightly import failing_tests, undecided
+from perfgate.ab import blocks
+from perfgate.ab.engine import undecided
+from perfgate.ab.night import failing_tests
 from perfgate.stats import compare_samples
 from perfgate.verdict import Verdict
 from perfgate.verdict.nightly import ab_reason
@@ -187,9 +189,11 @@ def pytest_run(root: Path, *argv: str):
 
 
 def test_screen_and_target_given_in_percent_send_every_gated_case_to_the_ab(repo, tmp_path):
+    (repo / "README").write_text("docs only")
+    commit(repo, "docs")
     results = tmp_path / "results"
     write_gate(results, row(change=0.3))  # 0.3 % slower: below the default 1 % screen
-    status, out, err = nightly(results, "--base-ref", "HEAD", "--screen=0%", "--target", "5%")
+    status, out, err = nightly(results, "--base-ref", "HEAD~1", "--screen=0%", "--target", "5%")
     assert status == 0, out + err
     data = json.loads((results / "nightly-verdicts.json").read_text())
     assert (data["screen"], data["target"]) == (0.0, 0.05)
@@ -214,3 +218,151 @@ def test_the_ab_runs_more_blocks_only_for_the_cases_it_left_undecided():
         GateResult("d", Verdict.UNCHANGED, "median ...", slower),
     ]
     assert undecided(results) == ["a"]
+
+
+# --- issue 33: every input checked before any work, one line, a documented exit status --------
+@pytest.mark.parametrize("rows", [[], [row(verdict="not run", change=None)]])
+def test_a_night_that_gated_nothing_cannot_pass(repo, tmp_path, rows):
+    results = tmp_path / "results"
+    write_gate(results, *rows)
+    status, _, err = nightly(results)
+    assert status == 6 and "the night gated no case" in err
+
+
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        ({"verdict": None}, "not a valid Verdict"),
+        ({"change_percent": "5"}, "change_percent must be a finite number"),
+        ({"name": ["a", "b"]}, "name must be text"),
+        ({"verdict": 5}, "5 is not a valid Verdict"),
+    ],
+)
+def test_a_broken_gate_json_is_one_line_before_any_block(repo, tmp_path, bad, words):
+    results = tmp_path / "results"
+    write_gate(results, row(verdict="unconfirmed", change=5.0) | bad)
+    status, _, err = nightly(results, "--base-ref", "HEAD~1")
+    assert status == 2 and words in error_line(err, "nightly")
+    assert worktrees(repo) == 1 and not (results / "ab-blocks").exists()
+
+
+def test_a_base_that_is_the_tree_under_test_is_refused_before_the_stored_comparison(repo, tmp_path):
+    # issue 33: --base-ref HEAD ran an A/A that overrode a confirmed +28.4 % regression
+    status, _, err = perfgate("nightly", "--results", str(tmp_path / "r"), "--base-ref", "HEAD")
+    assert status == 2 and "is the tree under test" in error_line(err, "nightly")
+    assert not (tmp_path / "r" / "gate.json").exists()  # no stored comparison ran
+
+
+@pytest.mark.parametrize("argv", [["--screen", "nan"], ["--screen=-1"], ["--target", "nan"],
+                                  ["--target=-5%"]])  # fmt: skip
+def test_a_screen_or_target_that_is_no_fraction_is_refused_at_once(argv, capsys):
+    from perfgate.cli import build_parser
+
+    with pytest.raises(SystemExit) as stopped:
+        build_parser().parse_args(["nightly", *argv])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and "of 0 or more" in err and "Traceback" not in err
+
+
+def test_a_target_past_100_percent_is_a_target(repo, tmp_path):
+    (repo / "cost.txt").write_text("0.003")  # three times the cost: 200 % slower
+    commit(repo, "three times the cost")
+    results = tmp_path / "results"
+    write_gate(results, row(verdict="unconfirmed", change=200.0))
+    status, out, err = nightly(results, "--base-ref", "HEAD~1", "--target", "150%")
+    assert status == 1, out + err
+    assert verdicts(results)[WORK]["verdict"] == "regression"
+
+
+def test_thousands_of_cases_sent_to_the_ab_are_no_argument_list(repo, tmp_path):
+    # issue 33: every name went into one -k ("Argument list too long"); now node ids, in the
+    # block process itself. The names no tree collects are not run in both trees.
+    (repo / "cost.txt").write_text("0.002")
+    commit(repo, "twice the cost")
+    results = tmp_path / "results"
+    others = [row(f"perf_tests/test_gone.py::test_gone[{i:04d}-{'x' * 40}]", "unconfirmed", 5.0)
+              for i in range(3000)]  # fmt: skip
+    write_gate(results, row(verdict="unconfirmed", change=100.0), *others)
+    status, out, err = nightly(results, "--base-ref", "HEAD~1")
+    assert status == 1, err[-2000:]
+    cases = verdicts(results)
+    assert cases[WORK]["verdict"] == "regression" and len(cases) == 3001
+    assert cases[others[0]["name"]]["message"].startswith("not gated: the A/B did not run it")
+
+
+# --- issue 31: nothing lost; --resume ----------------------------------------------------------
+RUN_BLOCK = blocks.run_block
+
+
+def counting_blocks(monkeypatch, stop_after: int | None = None) -> list:
+    """Count the blocks run; raise KeyboardInterrupt instead of the ``stop_after + 1``-th."""
+    ran, original = [], RUN_BLOCK
+
+    def run_block(process, names, pytest_args, report, log):
+        if stop_after is not None and len(ran) == stop_after:
+            raise KeyboardInterrupt
+        ran.append(report.name)
+        return original(process, names, pytest_args, report, log)
+
+    monkeypatch.setattr(blocks, "run_block", run_block)  # replaces an earlier counter too
+    return ran
+
+
+def test_an_interrupted_night_keeps_its_blocks_and_resume_finishes_it(repo, tmp_path, monkeypatch):
+    (repo / "cost.txt").write_text("0.002")
+    commit(repo, "twice the cost")
+    results = tmp_path / "results"
+    write_gate(results, row(verdict="unconfirmed", change=100.0))
+    first = counting_blocks(monkeypatch, stop_after=2)  # after one complete block pair
+    status, out, err = nightly(results, "--base-ref", "HEAD~1")
+    assert status == 130 and "--resume continues" in err
+    night = json.loads((results / "nightly-verdicts.json").read_text())
+    assert night["stopped"] == "interrupted" and night["remaining"] == [WORK]
+    assert "The A/B stopped (interrupted)" in (results / "nightly.md").read_text()
+    again = counting_blocks(monkeypatch)
+    status, out, err = perfgate("nightly", "--results", str(results), "--resume", "--blocks", "3",
+                                "--base-ref", "HEAD~1", "--", CLOCK)  # fmt: skip
+    assert status == 1, out + err
+    assert verdicts(results)[WORK]["verdict"] == "regression"
+    assert len(first) == 2 and len(again) == 4 and not set(first) & set(again)
+    ab = json.loads((results / "ab.json").read_text())
+    assert ab["complete"] and ab["results"][0]["pairs"] == 3
+
+
+def test_a_time_limited_night_says_what_remains_and_exits_75(repo, tmp_path):
+    (repo / "README").write_text("docs only")
+    commit(repo, "docs")
+    results = tmp_path / "results"
+    write_gate(results, row(verdict="unconfirmed", change=4.0))
+    status, _, err = nightly(results, "--base-ref", "HEAD~1", "--time-limit", "1s")
+    assert status == 75 and "stopped (time limit) with 1 cases undecided" in err
+    assert verdicts(results)[WORK]["verdict"] == "not gated"
+    status, _, err = perfgate("nightly", "--results", str(results), "--resume", "--blocks", "3",
+                              "--base-ref", "HEAD~1", "--", CLOCK)  # fmt: skip
+    assert status == 0, err
+    assert verdicts(results)[WORK]["verdict"] == "unchanged"
+
+
+def test_several_gpus_run_the_stored_comparison_one_xdist_worker_each():
+    from perfgate.ab.children import environment
+    from perfgate.ab.night import NightlyOptions, stored_comparison_command
+
+    two = NightlyOptions(gpus=["GPU-a", "GPU-b"], tests=["perf_tests"])
+    command = stored_comparison_command(two)
+    assert command[0] == "perf_tests" and command[command.index("-n") + 1] == "2"
+    assert "-n" not in stored_comparison_command(NightlyOptions())  # one GPU: no workers
+    given = NightlyOptions(gpus=["GPU-a", "GPU-b"], pytest_args=["-n", "1"])
+    assert stored_comparison_command(given).count("-n") == 1  # the user's own -n is kept
+    assert environment(gpu="GPU-a,GPU-b")["CUDA_VISIBLE_DEVICES"] == "GPU-a,GPU-b"
+
+
+def test_a_night_on_the_baselines_own_code_is_an_honest_a_a(repo, tmp_path):
+    # no commit since the baseline: the stored comparison's flag cannot be the code's
+    base = git(repo, "rev-parse", "HEAD").strip()
+    baseline = tmp_path / "0001_base.json"
+    write_baseline(baseline, base)
+    results = tmp_path / "results"
+    write_gate(results, row(verdict="unconfirmed", change=5.0))
+    status, out, err = nightly(results, "--baseline", str(baseline))
+    assert status == 0, out + err
+    assert verdicts(results)[WORK]["verdict"] == "unchanged"

@@ -14,9 +14,16 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "perfgate"
 MAX_LINES = 300
 
-# stage -> the stages (and outside modules) it must never import
+# stage -> the stages (and outside modules) it must never import. ab/ (the A/B and the nightly)
+# sits beside cli/: it runs child processes and uses store, verdict and report; only cli/ uses it.
 NEVER = {
-    "measure": ("perfgate.verdict", "perfgate.report", "perfgate.cli", "perfgate.store"),
+    "measure": (
+        "perfgate.verdict",
+        "perfgate.report",
+        "perfgate.cli",
+        "perfgate.store",
+        "perfgate.ab",
+    ),  # fmt: skip
     "verdict": (
         "perfgate.measure",
         "perfgate.store",
@@ -24,12 +31,23 @@ NEVER = {
         "perfgate.cli",
         "perfgate.plugin",
         "perfgate.session",
+        "perfgate.ab",
         "pytest",
         "torch",
     ),  # fmt: skip
-    "store": ("perfgate.verdict", "perfgate.report", "perfgate.cli", "perfgate.plugin"),
-    "report": ("perfgate.cli", "perfgate.plugin", "pytest"),
+    "store": (
+        "perfgate.verdict",
+        "perfgate.report",
+        "perfgate.cli",
+        "perfgate.plugin",
+        "perfgate.ab",
+    ),  # fmt: skip
+    "report": ("perfgate.cli", "perfgate.plugin", "perfgate.ab", "pytest"),
+    "session": ("perfgate.ab", "perfgate.cli"),
+    "ab": ("perfgate.cli", "perfgate.plugin", "perfgate.session", "torch"),
 }
+# modules run by path in a child process, never imported: only the standard library and pytest
+STANDALONE = {"ab/server.py"}
 HOOK_MODULES = {"plugin.py"}  # hookspec.py declares a hook for projects; it implements none
 SPEC_MODULES = {"hookspec.py"}
 
@@ -104,7 +122,21 @@ def size_breaches(package: Path) -> list[str]:
     ]
 
 
-RULES = (import_breaches, hook_breaches, size_breaches)
+def standalone_breaches(package: Path) -> list[str]:
+    """A module run by path in a child (the A/B's block process) imports nothing of perfgate:
+    the tree it serves may hold another perfgate."""
+    breaches = []
+    for name in sorted(STANDALONE):
+        path = package / name
+        if not path.is_file():
+            continue
+        tree = ast.parse(path.read_text(), filename=str(path))
+        breaches += [f"{name} imports {n}" for n in sorted(imported(path, tree, package))
+                     if n == "perfgate" or n.startswith("perfgate.")]  # fmt: skip
+    return breaches
+
+
+RULES = (import_breaches, hook_breaches, size_breaches, standalone_breaches)
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.__name__)
@@ -133,6 +165,9 @@ def _package(tmp_path: Path, files: dict[str, str]) -> Path:
         ({"verdict/judge.py": "import pytest\n"}, "imports pytest"),
         ({"verdict/rules.py": "from perfgate.measure.launch_counts import KEY\n"}, "measure"),
         ({"verdict/judge.py": "from . import x\nfrom ..store import load\n"}, "perfgate.store"),
+        ({"verdict/nightly.py": "from perfgate.ab import compare\n"}, "perfgate.ab"),
+        ({"ab/night.py": "from perfgate.cli.runs import Hardware\n"}, "perfgate.cli.runs"),
+        ({"report/ab.py": "from perfgate.ab.compare import AbRun\n"}, "perfgate.ab"),
     ],
 )
 def test_a_stage_importing_a_later_one_is_caught(tmp_path, files, breach):
@@ -165,6 +200,14 @@ def test_a_hook_outside_the_plugin_is_caught(tmp_path, files):
         tmp_path, {"plugin.py": "def pytest_configure(config):\n    pass\n", **files}
     )
     assert len(hook_breaches(package)) == 1
+
+
+def test_a_block_process_module_importing_perfgate_is_caught(tmp_path):
+    package = _package(tmp_path, {"ab/server.py": "import json\nfrom perfgate import store\n"})
+    assert standalone_breaches(package) == [
+        "ab/server.py imports perfgate",
+        "ab/server.py imports perfgate.store",
+    ]
 
 
 def test_a_long_module_is_caught(tmp_path):

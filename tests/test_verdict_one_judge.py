@@ -11,10 +11,12 @@ from pathlib import Path
 import pytest
 from helpers import entry, perfgate, rounds, run_json, run_of
 
+from perfgate.ab.order import b_first
 from perfgate.benchmark import Run
-from perfgate.cli import ab, bisect_steps
+from perfgate.cli import bisect_steps
 from perfgate.verdict import Verdict, judge, nightly, parse_thresholds
 from perfgate.verdict.noise import DEVICE_CLOCK, DEVICE_FLOOR
+from perfgate.verdict.paired import judge_blocks
 from perfgate.verdict.reason import Reason
 from perfgate.verdict.rows import GateRow
 
@@ -82,8 +84,8 @@ def five_paths(tmp_path: Path, a: Side, b: Side, given: str | None = None) -> di
     compared = Verdict(row["verdict"])
     reason = Reason(row["reason"]) if row["reason"] else None
     paths["compare"] = (compared, reason, row["threshold"])
-    options = ab.AbOptions("base", thresholds=thresholds)
-    results = {r.name: r for r in ab.judge_pairs({"A": a_blocks, "B": b_blocks}, options)}
+    pairs = [(a, b, b_first(i)) for i, (a, b) in enumerate(zip(a_blocks, b_blocks, strict=True))]
+    results = {r.name: r for r in judge_blocks(pairs, thresholds)}  # in the A/B's order
     paired = results[NAME]
     paths["ab"] = (paired.verdict, paired.reason, paired.threshold)
     stored = GateRow.of(gate)

@@ -103,11 +103,13 @@ def test_gate_step_fails_the_job_when_the_gate_fails():
 
 
 def test_gate_writes_its_summary_and_json_where_the_workflow_publishes_them():
-    from perfgate.cli.nightly import NightlyOptions, stored_comparison_command
+    from perfgate.ab.night import NightlyOptions, stored_comparison_command
 
     commands = tox_environments()["gpu-nightly"]
     assert "--results {toxinidir}/perfgate-results" in commands
-    assert re.search(r"-- \\\s+--device cuda --perf-tier full", commands)
+    assert re.search(
+        r"--tests perf_tests \{posargs\} -- \\\s+--device cuda --perf-tier full", commands
+    )
     command = stored_comparison_command(NightlyOptions(results=Path("perfgate-results")))
     assert "--perf-gate" in command and "--perf-gate-report=perfgate-results/gate.md" in command
     assert "--benchmark-json=perfgate-results/nightly.json" in command
@@ -265,61 +267,114 @@ def test_plan_lists_shards_one_to_n_and_refuses_a_non_number(tmp_path):
     assert done.returncode == 1 and "shards must be a whole number" in done.stdout
 
 
-def test_each_shard_gates_its_part_and_keeps_its_run_for_the_merge():
+def test_each_shard_runs_its_night_its_stored_comparison_and_its_own_ab():
     step = step_running("tox -e gpu-shard", job="shard")
-    assert '--perf-shard "$SHARD"' in step["run"]
     assert step["env"]["SHARD"] == "${{ matrix.shard }}/${{ needs.plan.outputs.count }}"
     commands = tox_environments()["gpu-shard"]
-    assert "--perf-gate" in commands and "--device cuda --perf-tier full" in commands
-    assert "--benchmark-json {toxinidir}/perfgate-results/shard.json" in commands
-    assert "--perf-gate-report {toxinidir}/perfgate-results/gate.md" in commands
+    assert "python -m perfgate nightly" in commands and "--perf-shard {env:SHARD}" in commands
+    assert "--device cuda --perf-tier full" in commands and "--tests perf_tests" in commands
+    checkout = step_using("actions/checkout", job="shard")
+    assert checkout["with"]["fetch-depth"] == 0  # its A/B checks out the baseline's commit
     upload = step_using("actions/upload-artifact", job="shard")
     assert upload["if"] == "always()" and upload["with"]["path"] == "perfgate-results/"
 
 
-def write_shard(folder: Path, index: int, count: int, name: str) -> None:
+@pytest.mark.parametrize("job, environment", [("gate", "gpu-nightly"), ("shard", "gpu-shard")])
+def test_a_rerun_downloads_its_attempts_blocks_and_resumes_an_unfinished_ab(job, environment):
+    download = next(s for s in steps(job) if s.get("uses", "").startswith(
+        "actions/download-artifact@"))  # fmt: skip
+    upload = step_using("actions/upload-artifact", job=job)
+    assert download["if"] == "github.run_attempt != '1'" and download["continue-on-error"]
+    assert download["with"]["name"] == upload["with"]["name"] and upload["with"]["overwrite"]
+    assert download["with"]["path"] == "perfgate-results"
+    assert f"tox -e {environment} -- --time-limit 50m" in step_running(f"tox -e {environment}",
+                                                                        job)["run"]  # fmt: skip
+    assert load_workflow()["jobs"][job]["timeout-minutes"] > 50  # the limit ends the A/B first
+
+
+@pytest.mark.parametrize("journal, resumed", [(None, False), ("unfinished", True),
+                                              ("complete", False)])  # fmt: skip
+def test_the_night_step_resumes_only_an_unfinished_ab(tmp_path, journal, resumed):
+    """The step's own shell script, with `tox` writing the arguments it was given."""
+    if journal is not None:
+        folder = tmp_path / "perfgate-results" / "ab-blocks"
+        folder.mkdir(parents=True)
+        lines = ['{"journal": 1, "plan": {}}'] + (['{"complete": true}'] if journal ==
+                                                  "complete" else [])  # fmt: skip
+        (folder / "journal.jsonl").write_text("\n".join(lines) + "\n")
+    tox = tmp_path / "bin" / "tox"
+    tox.parent.mkdir()
+    tox.write_text('#!/bin/sh\necho "$@" > args.txt\n')
+    tox.chmod(0o755)
+    env = {**os.environ, "PATH": f"{tox.parent}{os.pathsep}{os.environ['PATH']}"}
+    script = step_running("tox -e gpu-nightly")["run"]
+    done = subprocess.run(["bash", "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True,
+                          text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    args = (tmp_path / "args.txt").read_text().split()
+    assert args[:4] == ["-e", "gpu-nightly", "--", "--time-limit"]
+    assert ("--resume" in args) is resumed
+
+
+def write_shard(folder: Path, index: int, count: int, name: str, stored: str, ab: str | None):
+    """A shard's results folder: its run (nightly.json) and its night, in which the stored
+    comparison said ``stored`` of ``name`` and the A/B ``ab`` (None: no A/B)."""
     sys.path.insert(0, str(Path(__file__).parent))
     from helpers import shard_run
 
+    from perfgate.verdict import nightly as policy
+    from perfgate.verdict.outcome import Verdict
+    from perfgate.verdict.rows import GateRow
+
     folder.mkdir(parents=True)
-    (folder / "shard.json").write_text(json.dumps(shard_run(index, count, [name])))
-    row = {"name": f"t.py::{name}", "verdict": "unchanged"}
-    (folder / "gate.json").write_text(json.dumps({"format": 1, "rows": [row]}))
-    (folder / "gate.md").write_text(f"shard {index}\n")
+    (folder / "nightly.json").write_text(json.dumps(shard_run(index, count, [name])))
+    row = GateRow(f"t.py::{name}", Verdict(ab or stored), change_percent=5.0)
+    decided = (policy.AB if ab else policy.STORED), f"{stored} +5.0%"
+    night = policy.Night([policy.NightRow(row, *decided, ab, "flagged" if ab else None)],
+                         "abc", 3, 0.03, 0.01, shard=f"{index}/{count}")  # fmt: skip
+    (folder / "nightly-verdicts.json").write_text(json.dumps(policy.as_json(night)))
 
 
-@pytest.mark.parametrize("missing", [False, True])
-def test_the_merge_step_joins_every_shard_and_refuses_a_missing_one(tmp_path, missing):
-    """The step's own shell script, with `tox -e triage --` standing for the perfgate command."""
-    if shutil.which("jq") is None:
-        pytest.skip("the merge step uses jq (GitHub's runners have it)")
-    count = 3 if missing else 2
-    for index in (1, 2):
-        write_shard(tmp_path / "shards" / f"perfgate-shard-{index}-1", index, count, f"c{index}")
+@pytest.mark.parametrize(
+    "shards, status",
+    [
+        ([("unchanged", None), ("regression", "unchanged")], 0),  # the A/B overrode the stored
+        ([("unchanged", None), ("unconfirmed", "regression")], 1),  # the A/B confirmed it
+        ([("unchanged", None)], 3),  # shard 2 of 2 is missing
+    ],
+)
+def test_the_fan_in_fails_only_on_an_ab_confirmed_regression(tmp_path, shards, status):
+    """The merge step's own shell script, with `tox -e triage --` standing for perfgate."""
+    for index, (stored, ab) in enumerate(shards, start=1):
+        write_shard(tmp_path / "shards" / f"perfgate-shard-{index}-1", index, 2, f"c{index}",
+                    stored, ab)  # fmt: skip
     tox = tmp_path / "bin" / "tox"
     tox.parent.mkdir()
     tox.write_text(f'#!/bin/sh\nshift 3\nexec {sys.executable} -m perfgate "$@"\n')
     tox.chmod(0o755)
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])  # perfgate, tqdm
     env = {**os.environ, "PATH": f"{tox.parent}{os.pathsep}{os.environ['PATH']}",
-           "PYTHONPATH": str(ROOT)}  # fmt: skip
-    script = step_running("merge shards/*/shard.json", job="merge")["run"]
+           "PYTHONPATH": path}  # fmt: skip
+    script = step_running("nightly --shards", job="merge")["run"]
     done = subprocess.run(
         ["bash", "-e", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True
     )
-    if missing:
-        assert done.returncode == 3 and "shard 3/3 is missing" in done.stderr
+    assert done.returncode == status, done.stdout + done.stderr
+    if status == 3:
+        assert "shard 2/2 is missing" in done.stderr
         return
-    assert done.returncode == 0, done.stderr
-    merged = json.loads((tmp_path / "perfgate-results" / "nightly.json").read_text())
+    results = tmp_path / "perfgate-results"
+    merged = json.loads((results / "nightly.json").read_text())
     assert [b["fullname"] for b in merged["benchmarks"]] == ["t.py::c1", "t.py::c2"]
-    rows = json.loads((tmp_path / "perfgate-results" / "gate.json").read_text())
-    assert rows["format"] == 1
-    assert [row["name"] for row in rows["rows"]] == ["t.py::c1", "t.py::c2"]
-    assert (tmp_path / "perfgate-results" / "gate.md").read_text() == "shard 1\nshard 2\n"
+    night = json.loads((results / "nightly-verdicts.json").read_text())
+    assert sorted(case["name"] for case in night["cases"]) == ["t.py::c1", "t.py::c2"]
+    assert (results / "nightly.md").read_text().startswith("# perfgate nightly")
 
 
-def test_the_merge_fails_when_a_shards_gate_failed():
-    step = step_running('"$SHARDS" != success', job="merge")
-    assert step["env"]["SHARDS"] == "${{ needs.shard.result }}" and "exit 1" in step["run"]
+def test_the_fan_in_judges_the_night_not_the_shard_jobs():
+    merge = load_workflow()["jobs"]["merge"]
+    assert not any("needs.shard.result" in str(step) for step in merge["steps"])
+    step = step_running("nightly --shards", job="merge")
+    assert not step.get("continue-on-error") and not re.search(r"\|\|\s*(true|:)", step["run"])
     download = step_using("actions/download-artifact", job="merge")
     assert download["with"]["pattern"] == "perfgate-shard-*-${{ github.run_id }}"

@@ -18,8 +18,8 @@ import math
 import numpy as np
 
 from perfgate.benchmark import Benchmark, Run
-from perfgate.verdict.judge import judge
 from perfgate.verdict import shift
+from perfgate.verdict.judge import judge
 from perfgate.verdict.outcome import Verdict
 
 

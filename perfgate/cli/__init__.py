@@ -15,6 +15,7 @@ from pathlib import Path
 
 from perfgate import __version__
 from perfgate import format as fmt
+from perfgate.ab import AbError
 from perfgate.cli import ab, guard, merge, nightly
 from perfgate.cli.bisect import add_bisect_parser, run_bisect
 from perfgate.cli.dashboard import add_dashboard_parser, run_dashboard
@@ -240,7 +241,8 @@ def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:
         guard.check_outputs(args, err)
         with guard.sigterm_as_interrupt():
             return _run(args, extra, argv, out, err)
-    except (CommandError, StoreError, PlotsUnavailable, BadOutput, StepsUnavailable) as error:
+    except (CommandError, StoreError, PlotsUnavailable, BadOutput, StepsUnavailable,
+            AbError) as error:  # fmt: skip
         print(f"perfgate {args.command}: error: {fmt.terminal(error)}", file=err)
         return 2
     except KeyboardInterrupt:
@@ -257,9 +259,9 @@ def _run(args, extra: list[str], argv: Sequence[str], out, err) -> int:
     if args.command == "report":
         return _report(args, hardware, out, err, argv)
     if args.command == "ab":
-        return ab.run_ab(ab.options_from(args, extra), out, err)
+        return ab.run(ab.options_from(args, extra), args.out, out, err)
     if args.command == "nightly":
-        return nightly.run_nightly(nightly.options_from(args, extra), out, err)
+        return nightly.run(args, extra, out, err)
     if args.command == "dashboard":
         return run_dashboard(args, out, err)
     if args.command == "bisect":

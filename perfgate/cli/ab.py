@@ -1,240 +1,106 @@
-"""``perfgate ab BASE_REF``: interleaved A/B. BASE_REF's tree (A, checked out into a temporary git
-worktree) and this tree (B, as it is on disk) run the selected cases in alternating blocks,
-A B A B ..., each block one pytest session. Drift that a pair of neighbouring blocks shares
-cancels in their ratio, so the comparison is pair by pair, decided by the gate's own rules and
-words (``verdict.paired``) at each case's threshold (a marker, ``--threshold``, or from the
-spread of A's blocks).
+"""``perfgate ab BASE_REF``: interleaved A/B (``perfgate.ab``). BASE_REF's tree (A, checked out
+into a temporary git worktree) and this tree (B, as it is on disk) run the selected cases in
+counterbalanced block pairs (A B, B A, ...), each tree in a long-lived process per GPU; each case
+is compared pair by pair by the gate's rules and words (``verdict.paired``).
 
-Exit status: 0 when no case is a regression, 1 when one is, 2 for an error (one line on
-stderr), 130 when interrupted. The worktree is removed in every case.
+Exit status: 0 no case is a regression (and one was gated), 1 one is, 2 an error (one line on
+stderr), 6 no case was gated, 75 ``--time-limit`` stopped it with cases undecided, 130
+interrupted; the last two write what was decided and keep the blocks for ``--resume``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
-from perfgate.benchmark import Run
+from perfgate.ab import compare, gpus
 from perfgate.cli.guard import CommandError
-from perfgate.store import StoreError, read_results
-from perfgate.verdict import paired, summary
-from perfgate.verdict.judge import untrusted_reason
-from perfgate.verdict.outcome import GateResult, Verdict
-from perfgate.verdict.thresholds import Thresholds, parse_thresholds
+from perfgate.report.ab import table, verdict_lines
+from perfgate.verdict import summary
+from perfgate.verdict.outcome import Verdict
+from perfgate.verdict.thresholds import parse_thresholds
 
-NO_TESTS_COLLECTED = 5  # pytest's exit status
-XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
-
-
-class AbError(CommandError):
-    """Why ``perfgate ab`` cannot go on; one line that says what to do (exit 2)."""
+GATED_NOTHING, INCOMPLETE, INTERRUPTED = 6, 75, 130
+OUT = Path("perfgate-results") / "ab.json"
 
 
-@dataclass
-class AbOptions:
-    base_ref: str
-    expression: str | None = None
-    blocks: int = 5
-    rounds_per_block: int | None = None  # keep at most this many rounds of a case per block
-    pytest_args: list[str] = field(default_factory=list)
-    thresholds: Thresholds = field(default_factory=Thresholds)
-    out: Path = Path("perfgate-results") / "ab.json"
-    tests: list[str] | None = None  # test paths; None: perf_tests/ where it exists, else pytest's
-
-
-def test_paths(tree: Path, options: AbOptions) -> list[str]:
+def test_paths(root: Path, tests: list[str] | None) -> list[str]:
     """The test paths a block runs: --tests, else this repository's perf_tests/ where the tree
     has one, else none (pytest's own testpaths or the current folder)."""
-    if options.tests:
-        return list(options.tests)
-    return ["perf_tests"] if (tree / "perf_tests").is_dir() else []
+    if tests:
+        return list(tests)
+    return ["perf_tests"] if (root / "perf_tests").is_dir() else []
 
 
-def _git(root: Path, *arguments: str) -> str:
-    result = subprocess.run(["git", "-C", str(root), *arguments], capture_output=True, text=True)
-    if result.returncode != 0:
-        detail = (result.stderr.strip().splitlines() or ["no output"])[-1]
-        raise AbError(f"git {' '.join(arguments)} failed: {detail}")
-    return result.stdout.strip()
-
-
-def repository_root(cwd: Path) -> Path:
+def time_limit(text: str | None) -> float | None:
+    """``--time-limit``: seconds (``545``, ``545s``, ``9m``, ``1h``) as a deadline on the
+    monotonic clock, from now."""
+    if text is None:
+        return None
+    units = {"s": 1, "m": 60, "h": 3600}
+    number, unit = (text[:-1], units[text[-1]]) if text[-1:] in units else (text, 1)
     try:
-        return Path(_git(cwd, "rev-parse", "--show-toplevel"))
-    except AbError:
-        raise AbError(f"{cwd} is not inside a git repository; run perfgate ab in one") from None
+        seconds = float(number) * unit
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < float("inf"):
+        raise CommandError(f"--time-limit {text!r}: a duration such as 545, 545s, 9m or 1h")
+    return time.monotonic() + seconds
 
 
-def resolve_commit(root: Path, ref: str) -> str:
-    try:
-        return _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
-    except AbError:
-        raise AbError(
-            f"BASE_REF {ref!r} names no commit in {root}; give a commit or branch"
-        ) from None
+def journal_of(out: Path) -> Path:
+    """Where the blocks of the A/B writing ``out`` are kept: ``ab.json`` -> ``ab-blocks/``."""
+    return out.with_name(f"{out.stem}-blocks")
 
 
-@contextmanager
-def base_worktree(root: Path, commit: str) -> Iterator[Path]:
-    """A detached worktree of ``commit`` in a temporary folder, removed on the way out."""
-    folder = Path(tempfile.mkdtemp(prefix="perfgate-ab-"))
-    tree = folder / "base"
-    try:
-        _git(root, "worktree", "add", "--detach", str(tree), commit)
-        yield tree
-    finally:
-        subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(tree)],
-                       capture_output=True)  # fmt: skip
-        shutil.rmtree(folder, ignore_errors=True)
-        subprocess.run(["git", "-C", str(root), "worktree", "prune"], capture_output=True)
-
-
-def run_block(tree: Path, label: str, index: int, options: AbOptions, folder: Path) -> Run:
-    """One pytest session of ``tree``'s test paths; its results as a Run."""
-    report = folder / f"{label}-{index}.json"
-    log = folder / f"{label}-{index}.log"
-    command = [sys.executable, "-m", "pytest", *test_paths(tree, options), "-q",
-               "-p", "no:cacheprovider", f"--benchmark-json={report}",
-               *options.pytest_args]  # fmt: skip
-    if options.expression:
-        command += ["-k", options.expression]
-    environment = {k: v for k, v in os.environ.items() if k not in XDIST_VARIABLES}
-    environment["PYTHONPATH"] = os.pathsep.join([str(tree), environment.get("PYTHONPATH", "")])
-    with open(log, "w", encoding="utf-8") as output:
-        status = subprocess.run(command, cwd=tree, env=environment, stdout=output,
-                                stderr=subprocess.STDOUT).returncode  # fmt: skip
-    if status == NO_TESTS_COLLECTED:
-        selection = f"-k {options.expression!r}" if options.expression else "the selection"
-        raise AbError(
-            f"no case of tree {label} ({tree}) matches {selection} and the pytest arguments; "
-            "check it with pytest --collect-only"
-        )
-    if status != 0 or not report.is_file():
-        kept = Path(options.out).with_suffix(f".{label}-{index}.log")
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(log, kept)
-        raise AbError(f"block {index + 1} of tree {label} ({tree}): pytest exited {status}; its "
-                      f"output is in {kept}")  # fmt: skip
-    try:
-        return read_results(report)
-    except StoreError as error:
-        raise AbError(f"block {index + 1} of tree {label}: unreadable results: {error}") from None
-
-
-def run_blocks(trees: dict[str, Path], options: AbOptions, err) -> dict[str, list[Run]]:
-    """A B A B ...: ``options.blocks`` sessions of each tree, alternating."""
-    runs: dict[str, list[Run]] = {label: [] for label in trees}
-    with tempfile.TemporaryDirectory(prefix="perfgate-ab-results-") as folder:
-        for index in range(options.blocks):
-            for label, tree in trees.items():
-                print(f"block {index + 1}/{options.blocks}: {label}", file=err, flush=True)
-                runs[label].append(run_block(tree, label, index, options, Path(folder)))
-    return runs
-
-
-def judge_pairs(runs: dict[str, list[Run]], options: AbOptions) -> list[GateResult]:
-    """Each case that both trees ran, compared block pair by block pair by the one judge, worst
-    first: untrusted when a block session's GPU was; its same-run ratios A's worst against B's
-    median across blocks."""
-    a_runs, b_runs = runs["A"], runs["B"]
-    names = sorted(set().union(*(run.benchmarks for run in a_runs + b_runs)))
-    untrusted = untrusted_reason(a_runs, b_runs[-1]) if b_runs else None
-    ratios = paired.block_ratios(a_runs, b_runs)
-    results = []
-    for name in names:
-        pairs = [
-            (a.benchmarks[name], b.benchmarks[name])
-            for a, b in zip(a_runs, b_runs, strict=True)
-            if name in a.benchmarks and name in b.benchmarks
-        ]
-        results.append(paired.judge_pairs(name, pairs, options.thresholds,
-                                          options.rounds_per_block, untrusted,
-                                          ratios.get(name, ())))  # fmt: skip
-    return sorted(results, key=lambda r: (list(Verdict).index(r.verdict), r.name))
-
-
-def as_json(results: list[GateResult], options: AbOptions, commit: str) -> dict:
-    rows = []
-    for r in results:
-        c = r.comparison
-        numbers = ("ratio", "ratio_low", "ratio_high", "p_value")
-        row = {"name": r.name, "verdict": r.verdict.value, "message": r.message,
-               "threshold": r.threshold, "threshold_source": r.threshold_source,
-               "pairs": c.n_baseline if c else 0}  # fmt: skip
-        row.update({key: getattr(c, key) if c else None for key in numbers})
-        rows.append(row)
-    return {"base_ref": options.base_ref, "base_commit": commit, "blocks": options.blocks,
-            "results": rows}  # fmt: skip
-
-
-def table(results: list[GateResult]) -> str:
-    from perfgate.report.tables import MISSING, fmt_time, render
-
-    rows = []
-    for r in results:
-        c = r.comparison
-        rows.append([
-            r.name.split("::")[-1],
-            fmt_time(c.baseline_median) if c else MISSING,
-            fmt_time(c.current_median) if c else MISSING,
-            f"{c.ratio:.4f}" if c else MISSING,
-            f"[{c.ratio_low:.4f}, {c.ratio_high:.4f}]" if c and c.enough_rounds else MISSING,
-            f"{c.p_value:.2g}" if c and c.enough_rounds else MISSING,
-            f"{r.threshold:.1%}" if r.threshold is not None else MISSING,
-            r.verdict.value,
-        ])  # fmt: skip
-    headers = ["benchmark", "A block median", "B block median", "B/A (paired)", "95% CI", "p",
-               "threshold", "verdict"]  # fmt: skip
-    return render(headers, rows, False)
-
-
-def run_ab(options: AbOptions, out, err, cwd: Path | None = None) -> int:
-    """Run the A/B comparison; returns the exit status (AbError propagates: exit 2)."""
-    if options.blocks < 2:
-        raise AbError(f"--blocks {options.blocks}: at least 2 (3 or more for significance)")
-    root = repository_root(Path(cwd or Path.cwd()))
-    commit = resolve_commit(root, options.base_ref)
-    try:
-        with base_worktree(root, commit) as base:
-            runs = run_blocks({"A": base, "B": root}, options, err)
-    except KeyboardInterrupt:
-        print("perfgate ab: interrupted; the base worktree was removed", file=err)
-        return 130
-    results = judge_pairs(runs, options)
-    if not results:
-        raise AbError("no benchmark ran in either tree: check -k and the pytest arguments")
-    options.out.parent.mkdir(parents=True, exist_ok=True)
-    options.out.write_text(json.dumps(as_json(results, options, commit), indent=2) + "\n")
-    slower = [r for r in results if r.verdict is Verdict.REGRESSION]
-    print(f"A = {options.base_ref} ({commit[:12]}), B = {root} (working tree); "
-          f"{options.blocks} blocks each, alternating", file=out)  # fmt: skip
-    print(table(results), file=out)
-    for r in results:
-        if r.verdict is not Verdict.UNCHANGED:
-            print(f"  {r.name.split('::')[-1]}: {r.verdict}: {r.message}", file=out)
-    print(f"{summary.counts(results)}; written to {options.out}", file=out)
-    return 1 if slower else 0
-
-
-def options_from(args, pytest_args: list[str]) -> AbOptions:
-    rounds = args.rounds_per_block
-    if rounds is not None and rounds < 1:
-        raise AbError(f"--rounds-per-block {rounds}: give at least 1")
+def options_from(args, pytest_args: list[str]) -> compare.AbOptions:
+    if args.blocks < 2:
+        raise CommandError(f"--blocks {args.blocks}: at least 2 (3 or more for significance)")
+    if args.rounds_per_block is not None and args.rounds_per_block < 1:
+        raise CommandError(f"--rounds-per-block {args.rounds_per_block}: give at least 1")
     try:
         thresholds = parse_thresholds(args.threshold)
     except ValueError as error:
-        raise AbError(f"--threshold: {error}") from None
-    return AbOptions(args.base_ref, args.expression, args.blocks, rounds, pytest_args,
-                     thresholds, args.out, args.tests)  # fmt: skip
+        raise CommandError(f"--threshold: {error}") from None
+    selection = test_paths(Path.cwd(), args.tests)
+    selection += ["-k", args.expression] if args.expression else []
+    return compare.AbOptions(
+        args.base_ref, selection, args.blocks, 0, args.rounds_per_block, pytest_args,
+        thresholds, args.out.parent, journal_of(args.out), gpus.lanes(args.gpus), args.resume,
+        time_limit(args.time_limit),
+    )  # fmt: skip
+
+
+def run(options: compare.AbOptions, out_file: Path, out, err) -> int:
+    done = compare.run_ab(options, err)
+    if not done.results:
+        only = ", ".join(f"{len(v)} only in {k}" for k, v in done.only.items() if v)
+        raise CommandError("no case ran in both trees" + (f" ({only})" if only else "") +
+                           ": check --tests, -k and the pytest arguments")  # fmt: skip
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(compare.as_json(done, options), indent=2, allow_nan=False)
+    out_file.write_text(text + "\n", encoding="utf-8")
+    print(f"A = {options.base_ref} ({done.commit[:12]}), B = this tree as it is on disk; "
+          f"{options.blocks} counterbalanced block pairs (A B, B A, ...)", file=out)  # fmt: skip
+    print(table(done.results), file=out)
+    print("\n".join(verdict_lines(done.results)), file=out)
+    print(f"{summary.counts(done.results)}; written to {out_file}", file=out)
+    if note := compare.remaining_note(done, options.journal):
+        print(f"perfgate ab: {note}", file=err)
+    if any(r.verdict is Verdict.REGRESSION for r in done.results):
+        return 1
+    if done.stopped == compare.INTERRUPTED:
+        return INTERRUPTED
+    if done.remaining:
+        return INCOMPLETE
+    if not any(r.verdict.gated for r in done.results):
+        print(f"perfgate ab: no case was gated ({len(done.results)} compared, none decided): "
+              "it cannot pass; more --blocks, or see why in the table", file=err)  # fmt: skip
+        return GATED_NOTHING
+    return 0
 
 
 def add_parser(commands, parents: Sequence = ()) -> None:
@@ -242,27 +108,47 @@ def add_parser(commands, parents: Sequence = ()) -> None:
         "ab",
         help="interleaved A/B of BASE_REF against this tree",
         description="Run the selected cases of BASE_REF's tree (A, in a temporary git "
-        "worktree) and of this tree (B) in alternating blocks, A B A B ..., and compare them "
-        "block pair by block pair, with the gate's rules. Exit 1 on a regression, 2 on an error.",
-        epilog="example:\n  perfgate ab main -k 'dequantize and cuda' --blocks 7 -- --device cuda",
+        "worktree) and of this tree (B) in counterbalanced block pairs (A B, B A, ...), one "
+        "long-lived process per tree and GPU, and compare them pair by pair with the gate's "
+        "rules. Exit 1 on a regression, 2 on an error, 6 when no case was gated, 75 when "
+        "--time-limit stopped it, 130 when interrupted (then --resume continues).",
+        epilog="example:\n  perfgate ab main -k 'dequantize and cuda' --blocks 6 -- --device cuda",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=list(parents),
     )
     ab.usage = ("perfgate ab [-h] [--tests PATH ...] [-k EXPR] [--blocks B] "
-                "[--rounds-per-block N] [--threshold [NAME=]FRACTION] [--out FILE] BASE_REF "
-                "[-- PYTEST_ARG ...]")  # fmt: skip
+                "[--rounds-per-block N] [--threshold [NAME=]FRACTION] [--out FILE] [--gpus G] "
+                "[--time-limit T] [--resume] BASE_REF [-- PYTEST_ARG ...]")  # fmt: skip
     ab.add_argument("base_ref", metavar="BASE_REF", help="commit or branch to compare with (A)")
     ab.add_argument("--tests", nargs="+", metavar="PATH",
                     help="test paths to run (default: perf_tests/ where the tree has one, else "
                     "pytest's testpaths)")  # fmt: skip
     ab.add_argument("-k", dest="expression", metavar="EXPR", help="pytest -k selection")
     ab.add_argument("--blocks", type=int, default=5, metavar="B",
-                    help="blocks per tree (default: %(default)s)")  # fmt: skip
+                    help="block pairs (default: %(default)s)")  # fmt: skip
     ab.add_argument("--rounds-per-block", type=int, default=None, metavar="N",
                     help="keep at most N rounds of a case per block (default: all)")  # fmt: skip
     ab.add_argument("--threshold", action="append", default=[], metavar="[NAME=]FRACTION",
                     help="slowdown that counts, as --perf-gate-threshold takes it: 0.1 or 10%% "
                     "for every case, sdpa=0.2 for a family or test (repeatable; default: a "
                     "test's marker, else from the spread of A's blocks)")  # fmt: skip
-    ab.add_argument("--out", type=Path, default=AbOptions.out, metavar="FILE",
-                    help="JSON results (default: %(default)s)")  # fmt: skip
+    ab.add_argument("--out", type=Path, default=OUT, metavar="FILE",
+                    help="JSON results (default: %(default)s); the blocks are kept beside it, "
+                    "in FILE's name with -blocks")  # fmt: skip
+    add_run_options(ab)
+
+
+def add_run_options(parser) -> None:
+    """The options ``ab`` and ``nightly`` share: GPUs, time limit, resume."""
+    parser.add_argument("--gpus", metavar="G",
+                        help="GPUs to spread the blocks over, a case keeping its GPU: auto (the "
+                        "devices CUDA_VISIBLE_DEVICES lists, else one), a count, or a list "
+                        "such as 0,1 (default: auto)")  # fmt: skip
+    parser.add_argument("--time-limit", metavar="T",
+                        help="start no block that would end after T (545, 545s, 9m, 1h): "
+                        "write what was decided and stop; --resume continues")  # fmt: skip
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted or time-limited A/B from its kept blocks",
+    )

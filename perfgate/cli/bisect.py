@@ -18,6 +18,7 @@ measurement error; 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
 import subprocess
 import sys
@@ -33,6 +34,7 @@ from perfgate.cli.bisect_steps import (
     regression_of,
     step_main,
 )
+from perfgate.progress import Progress
 from perfgate.verdict.thresholds import DEFAULT_ALPHA, fraction_argument
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
@@ -155,17 +157,33 @@ def _bisect(args, extra, repo: Path, scratch: Path, out, err) -> int:
         return 1
     git(["bisect", "start", bad, good], checkout)
     command = [sys.executable, "-c", STEP_CODE, *options, "--", *extra]
-    run = subprocess.run(["git", "bisect", "run", *command], cwd=checkout, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
-    (folder / "git-bisect.log").write_text(run.stdout)
+    commits = int(git(["rev-list", "--count", f"{good}..{bad}"], repo))
+    output = _bisect_run(command, checkout, commits, err)
+    (folder / "git-bisect.log").write_text(output)
     out.write(log_table(log))
-    if "is the first bad commit" not in run.stdout:
+    if "is the first bad commit" not in output:
         raise BisectError(f"git bisect named no single commit; see {folder}/git-bisect.log")
     first = git(["rev-parse", "refs/bisect/bad"], checkout)
     subject = git(["log", "-1", "--format=%h %s", first], checkout)
     out.write(f"\nfirst bad commit: {first}\n  {subject}\n")
     out.write(regression_of(log, first) + f"\nlog: {log}\n")
     return 0
+
+
+def _bisect_run(command: list[str], checkout: Path, commits: int, err) -> str:
+    """``git bisect run COMMAND``'s output, with progress after each step it reports (about
+    log2 of the ``commits`` between GOOD and BAD)."""
+    steps = max(1, math.ceil(math.log2(max(commits, 2))))
+    lines = []
+    with Progress(steps, "bisect steps", err) as progress:
+        with subprocess.Popen(["git", "bisect", "run", *command], cwd=checkout, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as run:  # fmt: skip
+            for line in run.stdout:
+                lines.append(line)
+                if line.startswith("Bisecting:") or "is the first bad commit" in line:
+                    progress.grow(max(0, progress.done + 1 - progress.total))
+                    progress.step(line.strip()[:100])
+    return "".join(lines)
 
 
 def run_bisect(args: argparse.Namespace, extra: list[str], out, err) -> int:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from perfgate.cli.history_runs import load
 from perfgate.report.tables import render
-from perfgate.verdict.judge import evidence, judge_all
+from perfgate.verdict.evidence import evidence
+from perfgate.verdict.judge import judge_all
 from perfgate.verdict.outcome import Verdict
 from perfgate.verdict.thresholds import Thresholds, parse_fraction
 

@@ -18,6 +18,7 @@ from perfgate import format as fmt
 from perfgate import store
 from perfgate.cli.guard import CommandError
 from perfgate.fields import RunField
+from perfgate.progress import Progress
 from perfgate.store.merge import MergeError, merge_shards
 
 MERGE_REFUSED = 3
@@ -53,7 +54,11 @@ def run_merge(args: argparse.Namespace, out, err) -> int:
             store.check_save_name(args.save)
         except store.StoreError as error:  # its line names pytest's option; ours is --save
             raise CommandError(str(error).replace("--benchmark-save", "--save")) from None
-    runs = [(path, store.read_json(Path(path))) for path in args.shards]
+    runs = []
+    with Progress(len(args.shards), "reading shards", err, lines=False) as progress:  # terminal
+        for path in args.shards:
+            runs.append((path, store.read_json(Path(path))))
+            progress.step()
     try:
         merged = merge_shards(runs)
     except MergeError as error:

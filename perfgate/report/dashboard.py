@@ -18,6 +18,7 @@ from pathlib import Path
 
 from perfgate import format as fmt
 from perfgate.format import MISSING, fmt_change, fmt_percent, fmt_time, html, slug
+from perfgate.progress import Progress
 from perfgate.report.common import file_stem
 from perfgate.report.dashboard_page import benchmark_page, page, step_cell, table
 from perfgate.store import owners
@@ -111,11 +112,14 @@ def _index(sections: list[tuple[str, str, list[list[str]]]], open_steps: list[st
     return page("perfgate dashboard", "\n".join(body))
 
 
-def _write_pages(out: Path, hardware: str, runs: Sequence, open_steps: list[str]) -> dict:
+def _write_pages(out: Path, hardware: str, runs: Sequence, open_steps: list[str], err) -> dict:
     """One page per benchmark of a hardware; returns the index rows by experiment and adds
     each series whose newest step is a slowdown to ``open_steps``."""
     families: dict[str, list[list[str]]] = {}
-    for fullname in benchmark_names(runs):
+    names = benchmark_names(runs)
+    progress = Progress(len(names), f"{hardware}: pages", err, lines=False)  # terminal only
+    for fullname in names:
+        progress.step()
         steps = changepoints.steps(runs, fullname)
         target = out / page_path(hardware, fullname)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -126,6 +130,7 @@ def _write_pages(out: Path, hardware: str, runs: Sequence, open_steps: list[str]
         if steps and steps[-1].after > steps[-1].before:
             link = f"<a href='{page_path(hardware, fullname)}'>{html(fullname)}</a>"
             open_steps.append(f"{link}: {step_cell(steps[-1])}")
+    progress.close()
     return families
 
 
@@ -151,7 +156,7 @@ def _write_site(out: Path, grouped: dict, extra: Sequence[Path], err) -> list:
     for hardware, runs in grouped.items():
         if err is not None:
             print(f"{fmt.terminal(hardware)}: {len(runs)} runs", file=err, flush=True)
-        families = _write_pages(out, hardware, runs, open_steps)
+        families = _write_pages(out, hardware, runs, open_steps, err)
         sections += [(hardware, family, rows) for family, rows in families.items()]
         if since is not None:
             found = changepoints.new_steps(runs, since, run_schema.recorded_at)

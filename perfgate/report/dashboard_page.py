@@ -191,7 +191,8 @@ def benchmark_page(runs: Sequence, fullname: str, hardware: str, steps: Sequence
         "<h2>Steps</h2>",
         "<ul>" + "".join(f"<li>{step_cell(s)}</li>" for s in steps) + "</ul>"
         if steps
-        else "<p class='muted'>no significant step (PELT + permutation test: README, Steps)</p>",
+        else "<p class='muted'>no significant step (PELT + permutation test: the triage guide, "
+        "change points)</p>",
         "<h2>Runs</h2>",
         table(headers, run_rows(runs, fullname)),
     ]

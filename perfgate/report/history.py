@@ -11,6 +11,7 @@ from pathlib import Path
 from perfgate import format as fmt
 from perfgate.benchmark import Run, describe_changes, environment_changes
 from perfgate.format import MISSING, fmt_change, fmt_iqr, fmt_time
+from perfgate.progress import Progress
 from perfgate.report.common import matches
 from perfgate.report.tables import render
 from perfgate.verdict.steps import steps_text
@@ -115,7 +116,9 @@ def history_text(
         return f"no benchmark matches '{pattern}' in {len(runs)} runs\n"
     blocks, views = [], list(runs)
     escape = fmt.markdown if markdown else fmt.terminal  # names and run files are stored text
+    progress = Progress(len(names), "history", err, lines=False)  # a bar on a terminal only
     for number, fullname in enumerate(names):
+        progress.step()
         rows = history(runs, fullname)
         title = f"## {escape(fullname)}" if markdown else escape(fullname)
         steps = "\n".join(escape(line) for line in steps_text(views, fullname).splitlines())
@@ -128,5 +131,6 @@ def history_text(
             f"{len(names) - max_plots} more benchmarks matched and were not plotted "
             f"(--max-plots {max_plots}); narrow PATTERN or raise --max-plots"
         )
+    progress.close()
     changed = "* environment changed since the previous run"
     return "\n".join([*blocks, changed, ""])

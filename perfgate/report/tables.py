@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 
 from perfgate import format as fmt
-from perfgate.format import MISSING, fmt_time  # noqa: F401  (cli/ab.py imports them from here)
+from perfgate.format import MISSING
 
 
 def render(headers: Sequence[str], rows: Sequence[Sequence[object]], markdown: bool) -> str:

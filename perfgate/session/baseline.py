@@ -23,7 +23,7 @@ from perfgate.benchmark import Run
 from perfgate.store import baseline
 from perfgate.store import schema as run_schema
 
-GATE_NOT_RUN = 6  # exit status: the gate could not run, or gated nothing (README: exit codes)
+GATE_NOT_RUN = 6  # exit status: the gate could not run or gated nothing (docs: exit codes)
 FIRST_BASELINE = 8  # exit status: no baseline yet; this gated session saved the first one
 
 

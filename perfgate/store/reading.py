@@ -16,7 +16,7 @@ from perfgate.fields import RUN_FORMAT, RunField, with_bounded_data
 from perfgate.store import schema as run_schema
 
 RUN_FILE = re.compile(r"^(\d{4,})_(.*)\.json$")
-SAVE_HINT = "record one with `pytest perf_tests --benchmark-save=NAME`"
+SAVE_HINT = "record one with `pytest --benchmark-save=NAME`"
 
 
 class StoreError(Exception):

@@ -22,7 +22,7 @@ from perfgate.store import owners
 from perfgate.store.writing import run_text
 
 UNSAVED = Path("perfgate-results") / "unsaved"
-SAVE_FAILED = 7  # exit status: --benchmark-save could not save the run (README: exit codes)
+SAVE_FAILED = 7  # exit status: --benchmark-save could not save the run (docs: exit codes)
 
 
 @dataclass

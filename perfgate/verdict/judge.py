@@ -13,7 +13,7 @@ the loose threshold a noisy case would need is a regression, never "too noisy".
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from perfgate.benchmark import Benchmark, Run
 from perfgate.fields import HOST_BOUND_FRACTION, Declared
@@ -21,18 +21,13 @@ from perfgate.stats import MIN_PAIRS, MIN_ROUNDS, Comparison, compare_samples, m
 from perfgate.verdict import shift as machine
 from perfgate.verdict.attribution import function_diff, profile_diff
 from perfgate.verdict.clocks import clocks_note, gpu_note
+from perfgate.verdict.evidence import Evidence, evidence
 from perfgate.verdict.launches import judge_launches
 from perfgate.verdict.noise import case_threshold, too_noisy_message
 from perfgate.verdict.outcome import GateResult, Verdict, decide
-from perfgate.verdict.pairing import (
-    declarations_of,
-    fastest_of,
-    same_run_ratios,
-    slowest_of,
-    worst_ratios,
-)
+from perfgate.verdict.pairing import same_run_ratios
 from perfgate.verdict.reason import Reason
-from perfgate.verdict.rules import Case, RatioChange, instructions_tolerance
+from perfgate.verdict.rules import Case, instructions_tolerance
 from perfgate.verdict.thresholds import DEFAULT_INSTRUCTIONS_TOLERANCE, Thresholds
 from perfgate.verdict.time_change import TOO_FEW_ROUNDS
 
@@ -42,29 +37,6 @@ HOST_BOUND = (
     f"host-bound (host enqueue >= {HOST_BOUND_FRACTION * 100:g} % of device time): its time "
     "follows host jitter"
 )
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """What one case's verdict rests on. ``before``/``now``: the baseline's and the current
-    measurement (None: not on that side); ``members``: the case in each run of the baseline set,
-    or A's blocks (its noise); ``untrusted``: why a side's GPU cannot be trusted. Optional:
-    ``fastest`` (the set's fastest run, for improvements), ``again`` (baseline, current) of a
-    confirmation, ``ratios`` (same-run ratios), ``paired`` (the block pairs' comparison of an
-    A/B: their own confirmation), ``shift`` (the session's machine-wide shift)."""
-
-    name: str
-    before: Benchmark | None
-    now: Benchmark | None
-    declared: dict = field(default_factory=dict)
-    members: tuple[Benchmark, ...] = ()
-    untrusted: str | None = None
-    fastest: Benchmark | None = None
-    again: tuple[Benchmark, Benchmark] | None = None
-    ratios: tuple[RatioChange, ...] = ()
-    paired: Comparison | None = None
-    baseline_profile: dict | None = None
-    shift: machine.Shift | None = None
 
 
 def judge_case(evidence: Evidence, thresholds: Thresholds) -> GateResult:
@@ -215,19 +187,6 @@ def _compared(before: Benchmark, now: Benchmark) -> Comparison:
     return medians_only(before.median, now.median)
 
 
-# --- a run against a baseline run or set: the gate and perfgate compare -------------------------
-def untrusted_reason(baselines: list[Run], current: Run) -> str | None:
-    """Why the GPU of a baseline run or of the current run cannot be trusted (throttling, other
-    processes), or None. Every member of a set counts: its numbers may be the reference."""
-    reasons = [
-        f"baseline{' ' + run.path.name if run.path else ''}: {reason}"
-        for run in baselines
-        for reason in run.untrusted_reasons
-    ]
-    reasons += [f"current run: {r}" for r in current.untrusted_reasons]
-    return "; ".join(reasons) or None
-
-
 def judge(
     baselines: list[Run],
     current: Run,
@@ -256,76 +215,9 @@ def judge_all(cases: dict[str, Evidence], thresholds: Thresholds) -> list[GateRe
     return sorted(results, key=_severity)
 
 
-def evidence(
-    baselines: list[Run], current: Run, confirmation: Run | None = None
-) -> dict[str, Evidence]:
-    """Each case's evidence: the baseline set's slowest run of it against the current run, the
-    set's members and fastest run, the re-run, the same-run ratios and the stored profile."""
-    declared = declarations_of(current, *reversed(baselines))
-    repeat = _merged(current, confirmation)
-    baseline_ratios = worst_ratios(baselines, declared)
-    current_ratios = same_run_ratios(current, declared)
-    confirmed_ratios = same_run_ratios(repeat, declared) if confirmation else {}
-    fastest = fastest_of(baselines) if len(baselines) > 1 else {}
-    members = _members(baselines)
-    untrusted = untrusted_reason(baselines, current)
-    slowest = slowest_of(baselines)
-    again = confirmation.benchmarks if confirmation else {}
-    found = {}
-    for name in sorted(set(slowest) | set(current.benchmarks)):
-        before, now = slowest.get(name), current.benchmarks.get(name)
-        ratios = _ratio_changes(baseline_ratios.get(name, {}), current_ratios.get(name, []),
-                                confirmed_ratios.get(name) if name in again else None)  # fmt: skip
-        found[name] = Evidence(
-            name, before, now, declared.get(name, {}), tuple(members.get(name, [])), untrusted,
-            fastest.get(name), (before, again[name]) if before and name in again else None,
-            ratios, baseline_profile=_stored_profile(members.get(name, []), before),
-        )  # fmt: skip
-    return found
-
-
-def _members(baselines: list[Run]) -> dict[str, list[Benchmark]]:
-    members: dict[str, list[Benchmark]] = {}
-    for run in baselines:
-        for name, benchmark in run.benchmarks.items():
-            members.setdefault(name, []).append(benchmark)
-    return members
-
-
-def _merged(current: Run, confirmation: Run | None) -> Run:
-    if confirmation is None:
-        return current
-    benchmarks = {**current.benchmarks, **confirmation.benchmarks}
-    return Run(None, current.datetime, current.machine_info, current.commit_info, benchmarks)
-
-
 def _severity(result: GateResult) -> tuple[int, float, str]:
     change = abs(result.comparison.change_percent) if result.comparison else 0.0
     return list(Verdict).index(result.verdict), -change, result.name
-
-
-def _ratio_changes(old: dict, current: list, repeat: list | None) -> tuple[RatioChange, ...]:
-    """The case's same-run ratios that its baseline has too; ``again`` only when re-run."""
-    again = {r.name: r.value for r in repeat or []}
-    return tuple(
-        RatioChange(
-            ratio.name,
-            old[ratio.name].value,
-            ratio.value,
-            again.get(ratio.name),
-            ratio.higher_is_better,
-        )  # fmt: skip
-        for ratio in current
-        if ratio.name in old
-    )
-
-
-def _stored_profile(members: list[Benchmark], before: Benchmark | None) -> dict | None:
-    """The baseline's stored profile: the compared run's, else the newest member's that has one."""
-    for benchmark in (before, *reversed(members)):
-        if benchmark is not None and benchmark.profile:
-            return benchmark.profile
-    return None
 
 
 def rerun_names(results: list[GateResult], current: Run, declared: dict[str, dict]) -> set[str]:

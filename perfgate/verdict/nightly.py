@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 
 from perfgate.verdict.outcome import GateResult, Verdict
 from perfgate.verdict.reason import Reason
-from perfgate.verdict.rows import GateRow
+from perfgate.verdict.rows import FORMAT, GateRow, RowsError
+from perfgate.verdict.rows import from_json as read_rows
 
 STORED = "stored comparison"
 AB = "A/B"
@@ -112,3 +113,55 @@ def failed(nights: list[NightRow]) -> bool:
 def gated_nothing(nights: list[NightRow]) -> bool:
     """A night that judged no case (none gated by either comparison) must not pass."""
     return not any(n.verdict.gated for n in nights)
+
+
+@dataclass(frozen=True)
+class Night:
+    """A night: its rows and what it ran with (A's commit, block pairs a tree, the target and
+    screen as fractions, failing tests), whether its A/B stopped (``stopped``: interrupted, time
+    limit) leaving ``remaining`` cases undecided, and the shard (``I/N``) it was, if one."""
+
+    rows: list[NightRow]
+    base_commit: str = ""
+    blocks: int = 0
+    target: float = 0.0
+    screen: float = 0.0
+    failing_tests: int = 0
+    stopped: str | None = None
+    remaining: tuple[str, ...] = ()
+    shard: str | None = None
+
+
+FACTS = {"base_commit": str, "blocks": int, "target": float, "screen": float,
+         "failing_tests": int, "stopped": str, "shard": str}  # fmt: skip
+
+
+def as_json(night: Night) -> dict:
+    """nightly-verdicts.json: the night's facts and, per case, the gate's row with which
+    comparison decided, both results and why the case went to the A/B."""
+    cases = [{**n.row.as_json(), "decided_by": n.decided_by, "stored": n.stored, "ab": n.ab,
+              "why_ab": n.why_ab} for n in night.rows]  # fmt: skip
+    facts = {key: getattr(night, key) for key in FACTS}
+    return {**facts, "remaining": list(night.remaining), "cases": cases}
+
+
+def from_json(data: object) -> Night:
+    """A night written by ``as_json``; RowsError naming what is wrong."""
+    if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+        raise RowsError("not a perfgate nightly-verdicts.json (an object with 'cases')")
+    rows = read_rows({"format": FORMAT, "rows": data["cases"]})
+    nights = []
+    for row, case in zip(rows, data["cases"], strict=True):
+        texts = [case.get(key) for key in ("decided_by", "stored", "ab", "why_ab")]
+        if any(text is not None and not isinstance(text, str) for text in texts):
+            raise RowsError(f"{row.name}: decided_by, stored, ab and why_ab must be text")
+        nights.append(NightRow(row, texts[0], texts[1] or "", texts[2], texts[3]))
+    facts = {key: data[key] for key in FACTS if data.get(key) is not None}
+    for key, value in facts.items():
+        kind = (int, float) if FACTS[key] is float else FACTS[key]
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise RowsError(f"{key} must be {FACTS[key].__name__}, got {value!r}")
+    remaining = data.get("remaining") or []
+    if not isinstance(remaining, list) or not all(isinstance(n, str) for n in remaining):
+        raise RowsError("remaining must be a list of case names")
+    return Night(nights, **facts, remaining=tuple(remaining))

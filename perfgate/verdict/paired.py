@@ -1,11 +1,14 @@
-"""Paired decisions: two trees run in alternating blocks (``perfgate ab``), block i of the
-baseline next to block i of the current tree. Drift that a pair shares cancels in its ratio, so
-a case is compared pair by pair and judged by the one judge (``verdict.judge.judge_case``: the
-gate's preconditions, rules and words; time on the block pairs, peak memory on the last pair) at
-the gate's threshold for it (``verdict.noise``: a marker, one given, else the spread of the
-baseline's blocks, never below the device floor)."""
+"""Paired decisions: two trees run in counterbalanced blocks (``perfgate ab``: A B, B A, A B,
+...), block i of the baseline next to block i of the current tree, whichever ran first. Drift
+that a pair shares cancels in its ratio, and a drift that is linear in time cancels across the
+two orders, so a case is compared pair by pair and judged by the one judge
+(``verdict.judge.judge_case``: the gate's preconditions, rules and words; time on the block
+pairs, peak memory on the last pair) at the gate's threshold for it (``verdict.noise``: a marker,
+one given, else the spread of the baseline's blocks, never below the device floor)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 from scipy import stats as _scipy_stats
@@ -19,7 +22,8 @@ from perfgate.stats import (
     Samples,
     as_samples,
 )
-from perfgate.verdict.judge import Evidence, judge_case
+from perfgate.verdict.evidence import Evidence, untrusted_reason
+from perfgate.verdict.judge import judge_case
 from perfgate.verdict.outcome import GateResult, Verdict
 from perfgate.verdict.pairing import declarations_of, same_run_ratios, worst_ratios
 from perfgate.verdict.reason import Reason
@@ -29,38 +33,53 @@ from perfgate.verdict.time_change import TOO_FEW_ROUNDS
 
 
 def compare_paired_blocks(
-    baseline_blocks: Samples, current_blocks: Samples, confidence: float = 0.95
+    baseline_blocks: Samples,
+    current_blocks: Samples,
+    confidence: float = 0.95,
+    b_first: Sequence[bool] = (),
 ) -> Comparison:
-    """Compare per-block medians (seconds) of two trees run in alternating blocks (``perfgate
-    ab``): block i of the baseline was run next to block i of the current tree.
+    """Compare per-block medians (seconds) of two trees run in block pairs (``perfgate ab``):
+    block i of the baseline ran next to block i of the current tree; ``b_first[i]``: the current
+    tree's block ran first in pair i (default: the baseline's, in every pair).
 
-    Pairing cancels drift that both blocks of a pair share. ``ratio`` is the geometric mean of
-    the per-block ratios current/baseline; the p-values are one-sided one-sample t-tests on
-    their logs, and the interval is the t interval of that mean, as a ratio. With fewer than
-    ``MIN_ROUNDS`` pairs nothing is significant (p 1.0, interval (0, inf)); the least and
-    greatest pair ratio (``round_ratio_low``/``high``) still say what the pairs show.
+    Pairing cancels drift that both blocks of a pair share. A drift that is linear in time lands
+    on the later block of each pair: on the current tree where it ran second, on the baseline
+    where it ran first. So the pairs of each order weigh half (equal weights when only one order
+    ran, or both equally often), and that drift cancels for any number of pairs; what it adds to
+    each pair counts as noise, so the interval widens rather than moves. ``ratio`` is that
+    weighted geometric mean of the per-pair ratios current/baseline; the p-values are one-sided
+    t-tests of the weighted mean of their logs (the pairs' sample spread, n - 1 degrees of
+    freedom), and the interval is its t interval, as a ratio. ``baseline_median`` and
+    ``current_median`` are the blocks' geometric means with the same weights, so their ratio is
+    ``ratio``. With fewer than ``MIN_ROUNDS`` pairs nothing is significant (p 1.0, interval
+    (0, inf)); the least and greatest pair ratio (``round_ratio_low``/``high``) still say what
+    the pairs show.
     """
     base = as_samples(baseline_blocks, "baseline_blocks")
     curr = as_samples(current_blocks, "current_blocks")
     if base.size != curr.size:
         raise ValueError(f"{base.size} baseline blocks but {curr.size} current blocks: pair them")
+    weights = _order_weights(base.size, b_first)
     logs = np.log(curr / base)
-    ratio = float(np.exp(logs.mean()))
+    center = float(weights @ logs)
+    ratio = float(np.exp(center))
     enough = base.size >= MIN_ROUNDS
     p_slower = p_faster = 1.0
     low, high = UNBOUNDED_INTERVAL
     spread = float(np.std(logs, ddof=1)) if enough else 0.0
     if enough and spread > 0:
-        t = _scipy_stats.ttest_1samp(logs, 0.0, alternative="greater")
-        p_slower, p_faster = float(t.pvalue), float(1.0 - t.pvalue)
-        half = _scipy_stats.t.ppf(0.5 + confidence / 2, base.size - 1) * spread / np.sqrt(base.size)
-        low, high = float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))
+        error = spread * float(np.sqrt(weights @ weights))
+        t = center / error
+        p_slower = float(_scipy_stats.t.sf(t, base.size - 1))
+        p_faster = float(_scipy_stats.t.cdf(t, base.size - 1))
+        half = float(_scipy_stats.t.ppf(0.5 + confidence / 2, base.size - 1)) * error
+        low, high = float(np.exp(center - half)), float(np.exp(center + half))
     elif enough:  # every pair gave the same ratio: exact
         p_slower, p_faster = (0.0, 1.0) if ratio > 1 else (1.0, 0.0) if ratio < 1 else (1.0, 1.0)
         low = high = ratio
     return Comparison(
-        baseline_median=float(np.median(base)),
-        current_median=float(np.median(curr)),
+        baseline_median=float(np.exp(weights @ np.log(base))),
+        current_median=float(np.exp(weights @ np.log(curr))),
         ratio=ratio,
         change_percent=(ratio - 1.0) * 100.0,
         p_value=p_slower,
@@ -78,6 +97,16 @@ def compare_paired_blocks(
     )
 
 
+def _order_weights(pairs: int, b_first: Sequence[bool]) -> np.ndarray:
+    """Each pair's weight: half the total to each order that ran (equal weights otherwise)."""
+    orders = np.asarray(list(b_first) or [False] * pairs, dtype=bool)
+    if orders.size != pairs:
+        raise ValueError(f"{orders.size} pair orders for {pairs} block pairs: give one a pair")
+    if orders.all() or not orders.any():
+        return np.full(pairs, 1.0 / pairs)
+    return np.where(orders, 0.5 / orders.sum(), 0.5 / (~orders).sum())
+
+
 def block_median(benchmark: Benchmark, rounds: int | None = None) -> float:
     """Median seconds of a block's first ``rounds`` rounds (all of them when None)."""
     if not benchmark.samples:  # saved without per-round data: its stored median
@@ -93,11 +122,13 @@ def judge_pairs(
     rounds_per_block: int | None = None,
     untrusted: str | None = None,
     ratios: tuple[RatioChange, ...] = (),
+    b_first: Sequence[bool] = (),
 ) -> GateResult:
     """The verdict on one case from its (baseline block, current block) pairs, by the one judge
     (``judge_case``): the same preconditions, threshold and rules as the gate's. The blocks are
     their own confirmation: a slowdown is a regression at once. ``untrusted``: why the GPU of a
-    block session cannot be trusted."""
+    block session cannot be trusted; ``b_first``: per pair, whether the current block ran
+    first (``compare_paired_blocks``)."""
     if not pairs:
         reason = f"{TOO_FEW_ROUNDS} (0 block pairs, needs {MIN_PAIRS})"
         return GateResult(name, Verdict.NOT_GATED, f"not gated: {reason}",
@@ -106,11 +137,34 @@ def judge_pairs(
     before, now = _merged(name, a_blocks), _merged(name, b_blocks)
     medians = [(block_median(a, rounds_per_block), block_median(b, rounds_per_block))
                for a, b in pairs]  # fmt: skip
-    comparison = compare_paired_blocks([a for a, _ in medians], [b for _, b in medians])
+    comparison = compare_paired_blocks([a for a, _ in medians], [b for _, b in medians],
+                                       b_first=b_first)  # fmt: skip
     declared = now.declarations or before.declarations
     evidence = Evidence(name, before, now, declared, tuple(a_blocks), untrusted, ratios=ratios,
                         paired=comparison)  # fmt: skip
     return judge_case(evidence, thresholds)
+
+
+def judge_blocks(
+    pairs: list[tuple[Run, Run, bool]],
+    thresholds: Thresholds,
+    rounds_per_block: int | None = None,
+) -> list[GateResult]:
+    """Every case of an A/B's block pairs ((A's block, B's block, whether B ran first), in the
+    order they ran), worst first: each compared on the pairs that ran it in both blocks,
+    untrusted when a block session's GPU was, with its same-run ratios (``block_ratios``)."""
+    a_runs, b_runs = [a for a, _, _ in pairs], [b for _, b, _ in pairs]
+    names = sorted(set().union(*(run.benchmarks for run in a_runs + b_runs)))
+    untrusted = untrusted_reason(a_runs, b_runs[-1]) if b_runs else None
+    ratios = block_ratios(a_runs, b_runs)
+    results = []
+    for name in names:
+        both = [(a.benchmarks[name], b.benchmarks[name], first) for a, b, first in pairs
+                if name in a.benchmarks and name in b.benchmarks]  # fmt: skip
+        results.append(judge_pairs(name, [(a, b) for a, b, _ in both], thresholds,
+                                   rounds_per_block, untrusted, ratios.get(name, ()),
+                                   [first for _, _, first in both]))  # fmt: skip
+    return sorted(results, key=lambda r: (list(Verdict).index(r.verdict), r.name))
 
 
 def block_ratios(a_runs: list[Run], b_runs: list[Run]) -> dict[str, tuple[RatioChange, ...]]:

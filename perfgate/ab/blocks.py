@@ -1,0 +1,145 @@
+"""The parent's side of the block processes (``server``): one per tree and GPU, started at its
+first request, asked for the collection and then for each block, closed at the end (or killed,
+on an interrupt). A block's results are pytest-benchmark's ``--benchmark-json``, read through the
+store; the GPU health it records does not count the A/B's own processes as others on the GPU
+(the other tree's process on the same GPU, idle while this one runs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+from perfgate.ab import AbError, children
+from perfgate.benchmark import Run
+from perfgate.fields import RunField
+from perfgate.store import StoreError, read_results
+
+NO_TESTS_COLLECTED = 5  # pytest's exit status
+SESSION = ["-q", "-p", "no:cacheprovider"]
+OTHERS = "other processes on the GPU"  # how the measure stage words the reason (machine.py)
+
+
+class BlockProcess:
+    """The block process of tree ``label`` (``tree``) on ``gpu`` (None: no GPU set)."""
+
+    def __init__(self, tree: Path, label: str, gpu: str | None, folder: Path):
+        self.tree, self.label, self.gpu, self.folder = tree, label, gpu, folder
+        self.process: subprocess.Popen | None = None
+        self._requests = self._replies = None
+
+    @property
+    def where(self) -> str:
+        return f"tree {self.label}" + (f" on GPU {self.gpu}" if self.gpu is not None else "")
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def session(self, args: list[str], log: Path) -> int:
+        """Run one pytest session with ``args`` in the process; its exit status."""
+        if self.process is None:
+            name = f"process-{self.label}-{self.gpu or 'any'}.log".replace("/", "_")
+            self.process, request_fd, reply_fd = children.start_server(
+                self.tree, self.gpu, self.folder / name
+            )
+            self._requests = os.fdopen(request_fd, "w", encoding="utf-8")
+            self._replies = os.fdopen(reply_fd, encoding="utf-8")
+        try:
+            self._requests.write(json.dumps({"args": args, "log": str(log)}) + "\n")
+            self._requests.flush()
+            reply = self._replies.readline()
+        except (OSError, ValueError):  # closed under us: an interrupt is stopping the A/B
+            reply = ""
+        if not reply:
+            raise AbError(f"the block process of {self.where} ended; its output is in {log} "
+                          f"and {self.folder}")  # fmt: skip
+        return int(json.loads(reply)["status"])
+
+    def close(self, kill: bool = False) -> None:
+        """End the process: its requests end (it exits), or at once with ``kill``."""
+        if self.process is None:
+            return
+        if kill:
+            self.process.kill()
+        for stream in (self._requests, self._replies):
+            try:
+                stream.close()
+            except OSError:
+                pass
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+
+def collect(process: BlockProcess, selection: list[str], pytest_args: list[str],
+            log: Path) -> list[str]:  # fmt: skip
+    """The node ids that ``selection`` (test paths, -k) and ``pytest_args`` collect in the
+    process's tree; AbError when pytest cannot collect them."""
+    args = [*SESSION, "--collect-only", "-p", "no:warnings", *selection,
+            *block_arguments(pytest_args)]  # fmt: skip
+    status = process.session(args, log)
+    if status == NO_TESTS_COLLECTED:
+        return []
+    if status != 0:
+        raise AbError(f"collecting the cases of {process.where} failed (pytest exited {status}); "
+                      f"its output is in {log}")  # fmt: skip
+    lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    return [line.strip() for line in lines if "::" in line and not line.startswith(" ")]
+
+
+def run_block(process: BlockProcess, names: list[str], pytest_args: list[str], report: Path,
+              log: Path) -> Run:  # fmt: skip
+    """One block: the cases ``names`` (node ids) in one session of the process; its results."""
+    args = [*SESSION, f"--benchmark-json={report}", *block_arguments(pytest_args), *names]
+    status = process.session(args, log)
+    if status != 0 or not report.is_file():
+        raise AbError(f"a block of {process.where}: pytest exited {status}; its output is in "
+                      f"{log}")  # fmt: skip
+    try:
+        return read_results(report)
+    except StoreError as error:
+        raise AbError(f"a block of {process.where}: unreadable results: {error}") from None
+
+
+# what a block session leaves out of the pytest arguments: it runs the cases it is given, in its
+# own process (a shard's part and xdist's workers are the stored comparison's)
+NOT_IN_A_BLOCK = ("--perf-shard", "-n", "--numprocesses", "--dist")
+
+
+def block_arguments(pytest_args: list[str]) -> list[str]:
+    """``pytest_args`` without ``NOT_IN_A_BLOCK``, given as ``--opt VALUE``, ``--opt=VALUE`` or
+    ``-nVALUE``."""
+    kept, values = [], iter(pytest_args)
+    for arg in values:
+        if arg in NOT_IN_A_BLOCK:
+            next(values, None)  # its value
+        elif arg.partition("=")[0] not in NOT_IN_A_BLOCK and not _WORKERS.fullmatch(arg):
+            kept.append(arg)
+    return kept
+
+
+_WORKERS = re.compile(r"-n\w+")
+_PID = re.compile(r"^\s*(?:pid\s+)?(\d+)")
+
+
+def without_our_processes(run: Run, pids: set[int]) -> Run:
+    """``run`` with the A/B's own block processes (``pids``) no longer counted as other
+    processes on its GPU; the GPU stays untrusted for any other reason."""
+    health = run.gpu_health
+    others = list(health.get("other_processes") or [])
+    kept = [p for p in others if not ((m := _PID.match(str(p))) and int(m.group(1)) in pids)]
+    if len(kept) == len(others):
+        return run
+    reasons = [r for r in health.get("untrusted_reasons") or [] if not r.startswith(OTHERS)]
+    reasons += [f"{OTHERS}: {'; '.join(kept)}"] if kept else []
+    health = {**health, "other_processes": kept, "trusted": not reasons,
+              "untrusted_reasons": reasons}  # fmt: skip
+    facts = {**run.perfgate, RunField.GPU_HEALTH: health}
+    return replace(run, machine_info={**run.machine_info, RunField.PERFGATE: facts})

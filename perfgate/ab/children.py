@@ -1,0 +1,70 @@
+"""Every child process of the A/B and the nightly, started here: git, the stored comparison's
+pytest session, and the long-lived block processes (``server``). A child never inherits
+pytest-xdist's worker variables (pytest-benchmark would take its session for a worker's); a
+block process gets its tree first on ``PYTHONPATH`` and its GPU in ``CUDA_VISIBLE_DEVICES``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from perfgate.ab import AbError
+
+XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+SERVER = Path(__file__).with_name("server.py")
+# run by path, not imported: a tree under test may hold a perfgate of its own (A's is older)
+BOOT = (
+    "import runpy, sys; sys.argv[:2] = sys.argv[1:2]; runpy.run_path(sys.argv[0], None, '__main__')"
+)
+
+
+def git(root: Path, *arguments: str) -> str:
+    """``git -C root ARGUMENTS``'s output; AbError with git's last line when it fails."""
+    result = subprocess.run(["git", "-C", str(root), *arguments], capture_output=True, text=True)
+    if result.returncode != 0:
+        detail = (result.stderr.strip().splitlines() or ["no output"])[-1]
+        raise AbError(f"git {' '.join(arguments)} failed: {detail}")
+    return result.stdout.strip()
+
+
+def git_succeeds(root: Path, *arguments: str) -> bool:
+    """Whether ``git -C root ARGUMENTS`` exits 0 (a question git answers by its status)."""
+    result = subprocess.run(["git", "-C", str(root), *arguments], capture_output=True)
+    return result.returncode == 0
+
+
+def environment(tree: Path | None = None, gpu: str | None = None) -> dict[str, str]:
+    """This process's environment for a child: no xdist worker variables; ``tree`` first on
+    PYTHONPATH; ``gpu`` (an index or UUID, or a list of them) as the visible CUDA devices."""
+    env = {k: v for k, v in os.environ.items() if k not in XDIST_VARIABLES}
+    if tree is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    return env
+
+
+def run_pytest(arguments: list[str], gpus: list[str | None]) -> int:
+    """``python -m pytest ARGUMENTS`` here, on ``gpus`` (``[None]``: as this process sees
+    them), its output on this terminal; its exit status."""
+    command = [sys.executable, "-m", "pytest", *arguments]
+    visible = ",".join(gpu for gpu in gpus if gpu is not None) or None
+    return subprocess.run(command, env=environment(gpu=visible)).returncode
+
+
+def start_server(tree: Path, gpu: str | None, log: Path) -> tuple[subprocess.Popen, int, int]:
+    """A block process for ``tree`` on ``gpu``: (the process, the fd to write its requests to,
+    the fd to read its replies from). Its own output goes to ``log``."""
+    request_read, request_write = os.pipe()
+    reply_read, reply_write = os.pipe()
+    command = [sys.executable, "-c", BOOT, str(SERVER), str(request_read), str(reply_write)]
+    with open(log, "ab") as output:
+        process = subprocess.Popen(command, cwd=tree, env=environment(tree, gpu),
+                                   stdin=subprocess.DEVNULL, stdout=output,
+                                   stderr=subprocess.STDOUT,
+                                   pass_fds=(request_read, reply_write))  # fmt: skip
+    os.close(request_read)
+    os.close(reply_write)
+    return process, request_write, reply_read

@@ -1,0 +1,72 @@
+"""The fan-in of a sharded nightly: each of N runners ran ``perfgate nightly`` on its part
+(``--perf-shard I/N``), its stored comparison and the A/B of its own flagged cases; here their
+nights become one, judged by the same policy: only an A/B-confirmed regression (or a failing
+test) fails it, a night that gated nothing cannot pass, and a shard whose A/B stopped leaves the
+night incomplete. The shards must be the N parts of one split, each once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from perfgate.ab import AbError
+from perfgate.ab.night import read_verdicts, verdict_status, write
+from perfgate.report.nightly import markdown
+from perfgate.verdict import nightly as policy
+
+SHARDS_REFUSED = 3  # as perfgate merge's: not the N shards of one night
+VERDICTS = "nightly-verdicts.json"
+
+
+class ShardsRefused(AbError):
+    """Folders that are not the N shard nights of one split; one line saying which."""
+
+
+def read_night(folder: Path) -> policy.Night:
+    path = folder / VERDICTS
+    missing = ShardsRefused(f"{path} is missing: that shard's nightly did not finish (see its "
+                            "job); run it again")  # fmt: skip
+    return read_verdicts(path, policy.from_json, missing, "a nightly's verdicts")
+
+
+def merged(nights: dict[Path, policy.Night]) -> policy.Night:
+    """One night of the shard nights: every part 1 to N once (ShardsRefused otherwise)."""
+    parts: dict[str, Path] = {}
+    for folder, night in nights.items():
+        if night.shard is None:
+            raise ShardsRefused(f"{folder / VERDICTS} is not a shard's night (no --perf-shard)")
+        if night.shard in parts:
+            raise ShardsRefused(f"shard {night.shard} is given twice ({parts[night.shard]} and "
+                                f"{folder})")  # fmt: skip
+        parts[night.shard] = folder
+    counts = {shard.split("/")[1] for shard in parts}
+    if len(counts) != 1:
+        raise ShardsRefused(f"the shards are of different splits ({', '.join(sorted(parts))})")
+    count = int(counts.pop())
+    missing = [f"{i}/{count}" for i in range(1, count + 1) if f"{i}/{count}" not in parts]
+    if missing:
+        raise ShardsRefused(f"shard {', '.join(missing)} is missing: its nightly wrote no "
+                            f"verdicts; give all {count} (run its job again)")  # fmt: skip
+    every = list(nights.values())
+    rows = [row for night in every for row in night.rows]
+    rows.sort(key=lambda n: (policy.ORDER.index(n.verdict), n.name))
+    stopped = [f"shard {n.shard}: {n.stopped}" for n in every if n.stopped]
+    first = every[0]
+    return policy.Night(
+        rows, ",".join(sorted({n.base_commit for n in every if n.base_commit})), first.blocks,
+        first.target, first.screen, sum(n.failing_tests for n in every),
+        "; ".join(stopped) or None, tuple(name for n in every for name in n.remaining),
+    )  # fmt: skip
+
+
+def fan_in(folders: list[Path], results: Path, out, err) -> int:
+    """Merge the shard nights in ``folders`` into ``results``; the night's exit status (3 with
+    one line when they are not the N shards of one night)."""
+    try:
+        night = merged({folder: read_night(folder) for folder in folders})
+    except ShardsRefused as error:
+        print(f"perfgate nightly: refused: {error}", file=err)
+        return SHARDS_REFUSED
+    results.mkdir(parents=True, exist_ok=True)
+    write(night, results)
+    print(markdown(night), file=out)
+    return verdict_status(night, results / "gate.json", err)

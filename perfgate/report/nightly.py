@@ -1,0 +1,43 @@
+"""The night as markdown (nightly.md, the job page): counts, which comparison decided, whether the
+A/B stopped with cases undecided, and one row per case. The night's verdicts come from the policy
+in ``verdict.nightly``; text from the runs is escaped for markdown."""
+
+from __future__ import annotations
+
+from perfgate.progress import printable
+from perfgate.verdict.nightly import AB, STORED, Night
+
+
+def _cell(text: str | None) -> str:
+    return printable((text or "").replace("\n", " ")).replace("|", "\\|").replace("`", "\\`")
+
+
+def markdown(night: Night) -> str:
+    rows = night.rows
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[str(row.verdict)] = counts.get(str(row.verdict), 0) + 1
+    by_ab = sum(row.decided_by == AB for row in rows)
+    by_stored = sum((row.decided_by or "").startswith(STORED) for row in rows)
+    shard = f" (shard {night.shard})" if night.shard else ""
+    lines = [f"# perfgate nightly{_cell(shard)}", ""]
+    lines.append(
+        f"{len(rows)} cases: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+        + f". Decided by the stored comparison: {by_stored}; by an interleaved A/B against "
+        f"{_cell(night.base_commit[:12]) or '(none needed)'} ({night.blocks} counterbalanced "
+        f"block pairs, threshold {night.target:.0%}): {by_ab}."
+    )  # fmt: skip
+    if night.failing_tests:
+        lines += ["", f"**{night.failing_tests} test(s) failed** in the stored comparison's run: "
+                  "see its log."]  # fmt: skip
+    if night.stopped:
+        lines += ["", f"**The A/B stopped ({_cell(night.stopped)})** with "
+                  f"{len(night.remaining)} case(s) undecided; `perfgate nightly --resume` "
+                  "continues it from its journal (`ab-blocks/`)."]  # fmt: skip
+    lines += ["", "| benchmark | verdict | decided by | stored comparison | A/B (B/A, 95% CI) | "
+              "why A/B | detail |", "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+    for row in rows:
+        cells = [row.name.split("::")[-1], str(row.verdict), row.decided_by or "-", row.stored,
+                 row.ab or "-", row.why_ab or "-", row.row.message]  # fmt: skip
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return "\n".join(lines)
