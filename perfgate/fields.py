@@ -17,6 +17,9 @@ from dataclasses import asdict, dataclass
 # module imports nothing, so the measure stage names fields without loading numpy or scipy); the
 # stats pytest-benchmark computes (min, max, mean, ...) stay those of every round measured.
 KEPT_ROUNDS = 2000
+# Parts of one --perf-shard split at most (a CI matrix is far smaller): a split's work and a
+# merge's listing of the missing parts grow with it
+MAX_SHARDS = 1000
 PROFILE_ROWS = 15  # parts a stored profile keeps of each kind (kernels, allocation sites)
 HOST_BOUND_FRACTION = 0.8  # Field.HOST_BOUND: host enqueue above this share of the device time
 REDUCED_CLOCK_FRACTION = 0.95  # Field.REDUCED_CLOCK_ROUNDS: a round below this share of the
@@ -171,6 +174,19 @@ class StoredFields:
     def uncounted(self) -> str | None:
         """What a counted case's instructions leave out, and why; None when nothing."""
         return self.extra_info.get(Field.UNCOUNTED)
+
+
+def shard_problem(index: object, count: object) -> str | None:
+    """Why ``index``/``count`` (a shard I/N) names no part: they must be whole numbers with
+    1 <= I <= N <= MAX_SHARDS; None when it names one. The one rule of ``--perf-shard`` and of
+    the ``shard`` a run records (``perfgate merge``)."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (index, count)):
+        return "I and N must be whole numbers"
+    if not 1 <= index <= count:
+        return "I must be 1 to N"
+    if count > MAX_SHARDS:
+        return f"N must be at most {MAX_SHARDS}"
+    return None
 
 
 def stable_name(function: str) -> str:

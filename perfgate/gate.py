@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from perfgate import _pytest_benchmark, options
+from perfgate import _pytest_benchmark, options, outputs
 from perfgate.benchmark import Run, run_from_json
 from perfgate.declarations import declarations, test_name, uses_benchmark
 from perfgate.fields import Declared, Field
@@ -200,10 +200,10 @@ class GateSession:
 
     def write_reports(self, changes: list) -> None:
         report = self.options.report
-        twin = report.with_suffix(".json")
+        twin = outputs.gate_twin(report)
         try:  # checked before the run; a disk that filled up since is one line, not a traceback
             report.parent.mkdir(parents=True, exist_ok=True)
-            report.write_text(summary.markdown(self.results, changes, self.choice.label))
+            report.write_text(summary.markdown(self.results, changes, self.choice.label, str(twin)))
             twin.write_text(json.dumps(summary.as_json(self.results), indent=2))
         except OSError as error:
             self.lines.append(f"perfgate gate: could not write {error.filename or twin}: "

@@ -194,7 +194,7 @@ def read(config: pytest.Config) -> Options:
         profile=Path(option.perf_profile) if option.perf_profile else None,
         store_profiles=option.perf_store_profiles,
         lock_clocks=bool(option.perf_lock_clocks),
-        shard=option.perf_shard or None,
+        shard=option.perf_shard,
         saves=bool(getattr(option, "benchmark_save", None))
         or bool(getattr(option, "benchmark_autosave", None)),
     )
@@ -218,17 +218,48 @@ def asked(config: pytest.Config) -> bool:
     return any(str(argument).split("=")[0] in ours for argument in given)
 
 
+PATH_OPTIONS = ("--perf-baselines", "--perf-gate-report", "--perf-profile")
+
+
+def check_given_apart(config: pytest.Config) -> None:
+    """UsageError when a path option written apart from its value (``--perf-baselines DIR``)
+    moved pytest's rootdir: pytest picks its rootdir and configuration file before it knows
+    perfgate's options, taking DIR for a test path, so a DIR outside the project moves the rootdir
+    up to a common ancestor (the project's own configuration unread, test ids changed)."""
+    if config.option.rootdir or config.option.inifilename:
+        return
+    here = Path(os.path.realpath(config.invocation_params.dir))
+    args = list(config.invocation_params.args)
+    for flag, value in zip(args, args[1:], strict=False):
+        path = here / os.path.expanduser(value)
+        if flag not in PATH_OPTIONS or not path.exists() or _real(path).is_relative_to(here):
+            continue
+        ini, root = config.inipath, Path(os.path.realpath(config.rootpath))
+        if (root != here) if ini is None else not here.is_relative_to(_real(ini.parent)):
+            raise pytest.UsageError(
+                f"{flag} {value}: write {flag}={value} (with '='): given apart, pytest took "
+                f"{value} for a test path and chose the rootdir {root}, above this project "
+                "(its pytest configuration unread)"
+            )
+
+
 def baselines_root(config: pytest.Config) -> Path | None:
     """The root of per-hardware folders: --perf-baselines (from the current folder), else the
     ini setting perfgate_baselines (from the ini file's folder); None: pytest-benchmark's own."""
     given = config.getoption("--perf-baselines")
     if given:
-        return Path(given).expanduser().resolve()
+        return _real(Path(given).expanduser())
     configured = config.getini("perfgate_baselines")
     if not configured:
         return None
     base = config.inipath.parent if config.inipath else config.rootpath
-    return (base / os.path.expanduser(configured)).resolve()
+    return _real(base / os.path.expanduser(configured))
+
+
+def _real(path: Path) -> Path:
+    """The absolute path with symlinks followed; a symlink loop is left as it is (and named by
+    whoever uses it), never a RuntimeError as ``Path.resolve`` raises on Python 3.11."""
+    return Path(os.path.realpath(path))
 
 
 def test_paths(config: pytest.Config) -> str:

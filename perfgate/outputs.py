@@ -61,15 +61,23 @@ def _writable_folder(folder: Path, option: str, path: Path, create: bool) -> Non
         raise BadOutput(f"{option} {path}: cannot create {folder}: {error.strerror}") from error
 
 
+def gate_twin(report: Path) -> Path:
+    """The JSON twin of the gate's markdown summary: ``gate.md`` -> ``gate.json``."""
+    return Path(report).with_suffix(".json")
+
+
 def check_session_outputs(config: pytest.Config) -> None:
     """Every file the session writes at its end, checked now, before the first benchmark."""
     files = {"--benchmark-json": config.option.benchmark_json}
     if config.getoption("--perf-gate"):
         report = Path(config.getoption("--perf-gate-report"))
-        files.update(
-            {"--perf-gate-report": report, "--perf-gate-report's twin": report.with_suffix(".json")}
-        )
+        files.update({"--perf-gate-report": report, "--perf-gate-report's twin": gate_twin(report)})
     try:
+        if config.getoption("--perf-gate") and gate_twin(report) == report:
+            raise BadOutput(
+                f"--perf-gate-report {report}: the markdown summary and its JSON twin would be "
+                f"one file; name the markdown file (e.g. {report.with_suffix('.md')})"
+            )
         for option, path in files.items():
             # pytest-benchmark before 5.3 opens --benchmark-json itself: an open file is writable
             if path is not None and not hasattr(path, "write"):

@@ -15,6 +15,7 @@ import pytest
 
 from perfgate import options
 from perfgate.fields import Field, RunField
+from perfgate.format import terminal
 
 GATE_NOT_RUN = 6  # exit status: the gate could not run (session.GATE_NOT_RUN)
 
@@ -48,7 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         config.pluginmanager.register(Asked(config), "perfgate-asked")
     except GateCannotRun as error:
-        pytest.exit(f"perfgate gate cannot run: {error}", returncode=GATE_NOT_RUN)
+        pytest.exit(f"perfgate gate cannot run: {terminal(error)}", returncode=GATE_NOT_RUN)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -127,6 +128,8 @@ class Asked:
             from perfgate import _pytest_benchmark
 
             _pytest_benchmark.drop_unmeasured(self.config)
+            if self.state.interrupts is not None:  # nothing left to stop: save and report first
+                self.state.interrupts.hold(session)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item):
@@ -212,10 +215,11 @@ def start(config: pytest.Config, use_cuda: bool):
     from perfgate.measure import machine, nvml
     from perfgate.measure import mode as measure_mode
     from perfgate.session import baseline
+    from perfgate.session.interrupts import Interrupts
     from perfgate.session.saver import Saver
     from perfgate.session.state import KEY, SessionState
-    from perfgate.store import saving
 
+    options.check_given_apart(config)  # `--perf-baselines DIR` moved pytest's rootdir
     times_here = workers.times_here(config)  # asked before a worker turns its saving off
     timing_gpu = workers.timing_gpu(config, use_cuda)  # the GPU read and locked: gwK's is K
     worker, controller = workers.configure(config, use_cuda)  # -n: merge (xdist)
@@ -229,7 +233,8 @@ def start(config: pytest.Config, use_cuda: bool):
     mode = config.stash[measure_mode.KEY] = measure_mode.Mode(profile_dir=read.profile)
     _check_histogram(config)
     outputs.check_session_outputs(config)
-    saving.interrupt_on_sigterm(config)
+    interrupts = Interrupts(config)
+    interrupts.start()
     thresholds = gate.thresholds_from(config) if read.gate else None  # usage errors first
     instruction_cases.check(read)
     key = instruction_cases.storage_key(read) or machine.hardware_key(use_cuda)
@@ -237,7 +242,7 @@ def start(config: pytest.Config, use_cuda: bool):
     saver = Saver(config, choice, key)
     shard = sharding.selection(read.shard, choice.key_folder)  # a usage error for a bad value
     state = SessionState(config, read, key, choice, saver, mode, clocks, shard, worker, controller,
-                         gpu=timing_gpu)  # fmt: skip
+                         gpu=timing_gpu, interrupts=interrupts)  # fmt: skip
     if read.gate:
         gate_class = workers.gate_class(worker, controller)
         state.gate = gate_class(config, read, choice, saver, thresholds, mode, shard)

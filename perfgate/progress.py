@@ -1,13 +1,16 @@
 """Progress of work that can take more than a few seconds (the A/B's blocks, bisect's steps, the
 runs that dashboard, history and merge read): on a terminal a tqdm bar with the elapsed time and
 an estimate of what remains; elsewhere (a CI log) one plain line per step, or nothing at all for
-work that is short (``lines=False``). Notes are printed as text: control characters are
-replaced, so a name from a stored run never moves the cursor or colours the terminal."""
+work that is short (``lines=False``). Notes are printed as text: control characters are shown
+as escapes (``format.terminal``), so a name from a stored run never moves the cursor or colours
+the terminal."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+
+from perfgate.format import terminal
 
 
 def on_terminal(stream) -> bool:
@@ -16,8 +19,9 @@ def on_terminal(stream) -> bool:
 
 
 def printable(text: str) -> str:
-    """``text`` with every control character (escape sequences, carriage returns) as ``?``."""
-    return "".join(c if c.isprintable() else "?" for c in str(text))
+    """``text`` with every control character (escape sequences, carriage returns) shown as an
+    escape such as ``\\x1b``: ``format.terminal``, the one terminal escape."""
+    return terminal(text)
 
 
 def duration(seconds: float) -> str:

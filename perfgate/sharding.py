@@ -20,20 +20,22 @@ from pathlib import Path
 import pytest
 
 from perfgate.declarations import ratio_group
+from perfgate.fields import MAX_SHARDS, shard_problem
 
 SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
 def parse(text: str) -> tuple[int, int]:
-    """(I, N) of ``I/N`` with 1 <= I <= N; ValueError with the line to show."""
-    match = SHARD.match(text or "")
+    """(I, N) of ``I/N`` with 1 <= I <= N <= MAX_SHARDS; ValueError with the line to show."""
+    if not (text or "").strip():
+        raise ValueError("--perf-shard is empty (an unset CI variable?): give I/N, e.g. 1/2")
+    match = SHARD.match(text)
     if not match:
         raise ValueError(f"--perf-shard {text!r}: give I/N, part I of N, e.g. 1/2")
-    index, count = int(match.group(1)), int(match.group(2))
-    if count < 1 or not 1 <= index <= count:
-        raise ValueError(
-            f"--perf-shard {text}: I must be 1 to N and N at least 1, e.g. 1/{max(count, 2)}"
-        )
+    index, count = (int(digits) if len(digits) < 10 else 10**9 for digits in match.groups())
+    if problem := shard_problem(index, count):
+        example = f"1/{min(max(count, 2), MAX_SHARDS)}"
+        raise ValueError(f"--perf-shard {text.strip()}: {problem}, e.g. {example}")
     return index, count
 
 
@@ -101,8 +103,9 @@ class ShardSelection:
 
 
 def selection(text: str | None, folder: Path) -> ShardSelection | None:
-    """The selection of ``--perf-shard I/N`` (None without it; a usage error for a bad value)."""
-    if not text:
+    """The selection of ``--perf-shard I/N`` (None without it; a usage error for a bad value,
+    an empty one included: an unset CI variable must not run the whole matrix)."""
+    if text is None:
         return None
     try:
         index, count = parse(text)

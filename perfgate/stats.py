@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as _scipy_stats
 
+from perfgate.format import fmt_percent, fmt_time
+
 # Fewer rounds than this on either side and no comparison is ever called significant: p-value
 # 1.0 and an unbounded ratio interval. With 1-2 rounds a median is one or two draws of the noise,
 # and even with 3 rounds on each side the smallest possible one-sided Mann-Whitney p-value is
@@ -225,15 +227,16 @@ class Comparison:
         return f"{self.n_baseline} baseline and {self.n_current} current rounds"
 
     def describe(self) -> str:
-        """One line for humans: both medians (ms), % change, ratio interval, round counts."""
+        """One line for humans: both medians (``format.fmt_time``), % change, ratio interval,
+        round counts."""
         interval = (
             f"ratio {self.confidence:.0%} CI [{self.ratio_low:.3f}, {self.ratio_high:.3f}]"
             if math.isfinite(self.ratio_high)
             else "no ratio interval at these counts"
         )
         return (
-            f"median {self.current_median * 1e3:.4g} ms vs baseline "
-            f"{self.baseline_median * 1e3:.4g} ms ({self.change_percent:+.1f}%), {interval}, "
+            f"median {fmt_time(self.current_median)} vs baseline {fmt_time(self.baseline_median)} "
+            f"({fmt_percent(self.change_percent / 100, signed=True)}), {interval}, "
             f"n={self.n_current}/{self.n_baseline}"
         )
 

@@ -16,6 +16,7 @@ import pytest
 from helpers import error_line, perfgate
 
 from perfgate.cli import main, profile
+from perfgate.format import markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
@@ -98,7 +99,7 @@ def test_history_of_several_benchmarks_bounds_the_plots(tmp_path):
     args = ["history", "test_attention", "--out", str(tmp_path), "--max-plots", "2", "--markdown"]
     status, out, _ = perfgate(*args, *WHERE)
     assert status == 0
-    assert out.count("## perf_tests/test_sdpa.py::test_attention[") == 6
+    assert out.count(r"## perf_tests/test_sdpa.py::test_attention\[") == 6
     assert len(list(tmp_path.glob("*.png"))) == 2
     assert "4 more benchmarks matched and were not plotted" in out
     math_row = [line for line in out.splitlines() if "not measured" in line]
@@ -212,7 +213,7 @@ def test_python_dash_m_perfgate_runs_the_command_line():
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    assert f"| {SLOWER} | " in result.stdout
+    assert f"| {markdown(SLOWER)} | " in result.stdout
 
 
 # --- profile -----------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from helpers import error_line, perfgate
 
+from perfgate.format import markdown
+
 DATA = Path(__file__).resolve().parent / "data"
 BASELINES = DATA / "baselines"
 KEY = "NVIDIA-H100-80GB-HBM3"
@@ -77,9 +79,9 @@ def test_compare_markdown_with_glob_filter():
     header = "| " + " | ".join([*columns, "detail", "threshold"]) + " |"
     assert rows[0] == header
     assert lines[lines.index(header) + 1].startswith("| --- | ---: | ---: | ---: |")
-    names = [row.split(" | ")[0][2:] for row in rows[2:]]
-    assert names[0] == SLOWER and len(names) == 6
-    assert all(name.startswith("test_attention[") for name in names)
+    names = [row.split(" | ")[0][2:] for row in rows[2:]]  # escaped: format.markdown
+    assert names[0] == markdown(SLOWER) and len(names) == 6
+    assert all(name.startswith(r"test_attention\[") for name in names)
 
 
 def test_compare_substring_filter_and_explicit_paths():

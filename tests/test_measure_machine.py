@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from perfgate.measure.machine import slug
+from perfgate.format import slug
 
 
 def test_hardware_key_is_folder_safe():

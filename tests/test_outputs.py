@@ -24,10 +24,11 @@ def bad_paths(tmp_path: Path) -> dict[str, Path]:
     a_file = tmp_path / "a-file"
     a_file.write_text("not a folder")
     (tmp_path / "a-folder").mkdir()
-    return {"folder": tmp_path / "a-folder", "under a file": a_file / "gate.md"}
+    return {"folder": tmp_path / "a-folder", "under a file": a_file / "gate.md",
+            "its own JSON twin": tmp_path / "gate.json"}  # fmt: skip
 
 
-@pytest.mark.parametrize("kind", ["folder", "under a file", "read-only"])
+@pytest.mark.parametrize("kind", ["folder", "under a file", "read-only", "its own JSON twin"])
 def test_a_gate_report_that_cannot_be_written_stops_before_the_first_benchmark(
     bench_project,  # noqa: F811
     bad_paths,

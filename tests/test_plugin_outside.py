@@ -259,3 +259,17 @@ def test_compare_on_autosaved_runs_shows_their_medians_and_why_not_gated(project
     row = next(line for line in out.getvalue().splitlines() if "test_work" in line)
     assert " 2 ms " in f" {row} " or "2.0" in row, row  # the medians, not "-"
     assert "%" in row and "no per-round data" in row, row
+
+
+def test_a_baselines_folder_outside_the_project_given_apart_is_refused_with_the_fix(project):
+    outside = project.path.parent / f"{project.path.name}-baselines"
+    outside.mkdir()
+    result = run(project, "--perf-baselines", str(outside), "--benchmark-save=kept")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output_of(result)
+    assert f"write --perf-baselines={outside} (with '=')" in output_of(result)
+    assert "Traceback" not in output_of(result) and not (project.path / "ran").exists()
+    result = run(project, f"--perf-baselines={outside}", "--benchmark-save=kept")
+    assert result.ret == 0 and f"rootdir: {project.path}" in output_of(result)
+    assert len(runs_in(outside)) == 1 and not (project.path.parent / "perfgate-results").exists()
+    inside = run(project, "--perf-baselines", "baselines", "--benchmark-save=inside")
+    assert inside.ret == 0, output_of(inside)  # inside the project, given apart: no harm

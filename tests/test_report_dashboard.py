@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shutil
 import sys
@@ -13,6 +14,7 @@ from helpers import FLAT, STEPPED, write_history
 from helpers import HISTORY_KEY as KEY
 
 from perfgate.cli import main
+from perfgate.format import markdown
 from perfgate.report.dashboard import page_path
 
 pytest.importorskip(
@@ -86,7 +88,7 @@ def test_a_confirmed_regression_of_the_gate_is_linked_with_its_trend(history, tm
     assert status == 0, err
     first, blank, line = out.splitlines()[:3]
     assert first.startswith("Confirmed regressions") and blank == ""
-    assert line.startswith(f"- [{name}](https://pages/{STEPPED_PAGE})")
+    assert line.startswith(f"- [{markdown(name)}](https://pages/{STEPPED_PAGE})")
     assert "+4.2 %" in line and "over 20 runs" in line
     trend = re.search(r"`([▁▂▃▄▅▆▇█]+)`", line).group(1)
     assert len(trend) == 20  # runs 5..24 of a history that stepped up at run 13
@@ -221,3 +223,55 @@ def test_another_projects_benchmarks_folder_is_read_without_baselines(tmp_path, 
     assert status == 0, err
     index = (tmp_path / "site" / "index.html").read_text()
     assert f"<h2>{folder.parent.name}</h2>" in index and "test_kernel[cpu-stepped]" in index
+
+
+def test_a_page_name_fits_a_file_name_however_long_the_benchmark_name():
+    long_name = "perf_tests/test_x.py::test_k[" + "a" * 1000 + "]"
+    name = page_path("..", long_name).split("/")
+    assert name[0] == "unknown" and len(name[1].encode()) < 255  # never a folder above --out
+
+
+def test_the_site_folder_follows_the_umask(history, tmp_path):
+    old = os.umask(0o022)
+    try:
+        status, _, err = perfgate("dashboard", "--out", str(tmp_path / "site"), "--baselines",
+                                  str(history))  # fmt: skip
+    finally:
+        os.umask(old)
+    assert status == 0, err
+    assert (tmp_path / "site").stat().st_mode & 0o777 == 0o755
+
+
+@pytest.mark.parametrize("key", ["..", "../../elsewhere", "/tmp/elsewhere"])
+def test_a_run_whose_hardware_key_is_no_folder_name_writes_nothing_outside_out(
+    history, tmp_path, key
+):
+    night = next(history.rglob("0024_nightly.json"))
+    data = json.loads(night.read_text())
+    data["machine_info"]["perfgate"]["hardware_key"] = key
+    given = tmp_path / "work" / "night.json"
+    given.parent.mkdir()
+    given.write_text(json.dumps(data))
+    site = tmp_path / "work" / "out" / "site"
+    status, _, err = perfgate("dashboard", "--out", str(site), "--baselines", str(history),
+                              str(given))  # fmt: skip
+    assert status == 2 and f"hardware_key {key!r} cannot be a folder name" in err, err
+    assert not list(tmp_path.rglob("*.html"))
+
+
+def test_pages_of_one_test_name_in_two_modules_have_their_own_titles(tmp_path):
+    folder = write_history(tmp_path / "baselines", runs=6, step_at=3)
+    for path in folder.glob("*.json"):
+        data = json.loads(path.read_text())
+        twin = json.loads(json.dumps(data["benchmarks"][0]))
+        twin["fullname"] = twin["fullname"].replace("test_synthetic.py", "test_other.py")
+        data["benchmarks"].append(twin)
+        path.write_text(json.dumps(data))
+    site = tmp_path / "site"
+    status, _, err = perfgate(
+        "dashboard", "--out", str(site), "--baselines", str(tmp_path / "baselines")
+    )
+    assert status == 0, err
+    pages = [p for p in site.rglob("*.html") if p.name != "index.html"]
+    titles = {re.search("<title>(.*)</title>", p.read_text()).group(1) for p in pages}
+    assert len(pages) == 3 and len(titles) == 3

@@ -51,7 +51,7 @@ def test_index_links_to_a_page_whose_plot_marks_the_step(tmp_path, browser):
     browser.find_element(By.LINK_TEXT, STEPPED).click()
     wait = WebDriverWait(browser, 30)
     wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#history .main-svg"))
-    assert browser.title == STEPPED
+    assert browser.title.startswith(f"{STEPPED} on ")  # unique: with its hardware and full id
     traces = browser.find_elements(By.CSS_SELECTOR, "#history .scatterlayer .trace")
     assert len(traces) >= 4  # band low, band high, median, fraction_of_copy
     points = browser.find_elements(By.CSS_SELECTOR, "#history .scatterlayer .point")

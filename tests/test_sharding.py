@@ -5,6 +5,7 @@ every reading is exact whatever the order of the cases."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from helpers import (
@@ -19,6 +20,7 @@ from helpers import (
 from perfgate import sharding
 from perfgate.cli import main
 from perfgate.cli.merge import MERGE_REFUSED
+from perfgate.fields import KEPT_ROUNDS
 
 
 @pytest.fixture
@@ -72,8 +74,8 @@ def test_a_case_and_its_ratio_partners_go_to_one_part():
     assert part["t[a]"] == part["t[b]"] == part["t[c]"] == 1 and part["u"] == part["v"] == 2
 
 
-@pytest.mark.parametrize("value", ["0/2", "two"])
-def test_a_bad_shard_is_one_usage_line(cases_project, value):
+@pytest.mark.parametrize("value", ["0/2", "two", "", "1/1000000000"])
+def test_a_bad_shard_is_one_usage_line(cases_project, value):  # "": an unset CI variable
     result = run_cases(cases_project, f"--perf-shard={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     output = result.stdout.str() + result.stderr.str()
@@ -167,6 +169,82 @@ def test_merge_refuses_runs_that_are_not_the_shards_of_one_run(tmp_path, monkeyp
     assert status == MERGE_REFUSED, err
     assert err.count("\n") == 1 and line in err and err.startswith("perfgate merge: refused: ")
     assert not (tmp_path / "merged.json").exists()
+
+
+def _with(run: dict, path: str, value: object) -> dict:
+    """``run`` with the field at dotted ``path`` set to ``value``."""
+    *parents, last = path.split(".")
+    place = run
+    for name in parents:
+        place = place.setdefault(name, {})
+    place[last] = value
+    return run
+
+
+BADLY_TYPED = {
+    "0/0 alone": ([shard_run(0, 0, ["a"])], "shard 0/0 names no part (I must be 1 to N)"),
+    "3/2 with 1/2 and 2/2": ([shard_run(1, 2, ["a"]), shard_run(2, 2, ["b"]),
+                              shard_run(3, 2, ["c"])], "shard 3/2 names no part"),
+    "N of 10**12": ([shard_run(1, 10**12, ["a"])], "N must be at most 1000"),
+    "index '1'": ([_with(shard_run(1, 2, ["a"]), "machine_info.perfgate.shard.index", "1"),
+                   shard_run(2, 2, ["b"])], "shard '1'/2 names no part (I and N must be whole"),
+    "count 2.0": ([shard_run(1, 2.0, ["a"]), shard_run(2, 2, ["b"])], "shard 1/2.0 names no part"),
+    "a list as commit": ([_with(shard_run(1, 2, ["a"]), "commit_info.id", ["a"]),
+                          shard_run(2, 2, ["b"])], "commit_info.id must be a string"),
+    "an absolute key": ([shard_run(1, 1, ["a"], key="/tmp/elsewhere")],
+                        "hardware_key '/tmp/elsewhere' cannot be a folder name"),
+    "a key that climbs": ([shard_run(1, 1, ["a"], key="../../..")], "cannot be a folder name"),
+    "the key ..": ([shard_run(1, 1, ["a"], key="..")], "hardware_key '..' cannot be a folder"),
+    "reasons not a list": ([_with(shard_run(1, 1, ["a"]), "machine_info.perfgate.gpu_health",
+                                  {"trusted": False, "untrusted_reasons": 5})],
+                           "untrusted_reasons must be a list of strings"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("why", sorted(BADLY_TYPED))
+def test_merge_names_a_badly_typed_shard_field_in_one_line_and_writes_nothing(
+    tmp_path, monkeypatch, capsys, why
+):
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    runs, line = BADLY_TYPED[why]
+    paths = []
+    for number, data in enumerate(runs):
+        paths.append(f"run{number}.json")
+        Path(paths[-1]).write_text(json.dumps(data))
+    status, out, err = perfgate(capsys, "merge", *paths, "--out", "merged.json", "--save", "m")
+    assert status == 2 and err.count("\n") == 1 and line in err, err
+    assert "Traceback" not in err and out == ""
+    written = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    assert [str(p) for p in written] == [f"work/{p}" for p in paths]
+
+
+def test_merge_saves_only_under_baselines_whatever_machine_the_shards_record(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    for index in (1, 2):
+        run = _with(shard_run(index, 2, [f"c{index}"]), "machine_info.system", "../../../x")
+        (tmp_path / f"s{index}.json").write_text(json.dumps(run))
+    status, _, err = perfgate(capsys, "merge", "s1.json", "s2.json", "--save", "m",
+                              "--baselines", "store/bl")  # fmt: skip
+    assert status == 2 and "machine id '../../../x-Python--64bit' cannot be a folder" in err, err
+    assert not [p for p in tmp_path.rglob("*.json") if p.name.endswith("_m.json")]
+
+
+def test_a_merged_run_keeps_at_most_the_rounds_a_saved_run_keeps(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    for index in (1, 2):
+        run = shard_run(index, 2, [f"c{index}"])
+        run["benchmarks"][0]["stats"]["data"] = [1.0 + i * 1e-6 for i in range(KEPT_ROUNDS * 3)]
+        (tmp_path / f"s{index}.json").write_text(json.dumps(run))
+    status, _, err = perfgate(capsys, "merge", "s1.json", "s2.json", "--out", "m.json", "--save",
+                              "m")  # fmt: skip
+    assert status == 0, err
+    for path in [tmp_path / "m.json", *tmp_path.glob("baselines/KEY/*/0001_m.json")]:
+        stats = [b["stats"] for b in json.loads(path.read_text())["benchmarks"]]
+        assert [len(s["data"]) for s in stats] == [KEPT_ROUNDS] * 2
+        assert [s["rounds_kept"] for s in stats] == [KEPT_ROUNDS] * 2
 
 
 def test_merge_never_writes_over_a_file(tmp_path, monkeypatch, capsys):

@@ -167,3 +167,39 @@ def test_a_sessions_results_file_is_read_and_checked_or_named(tmp_path):
         store.read_results(results)
     with pytest.raises(store.StoreError, match="cannot read"):
         store.read_results(tmp_path / "missing.json")
+
+
+# --- symlinks in the store -------------------------------------------------------------------
+def test_a_run_linked_in_from_elsewhere_is_named_by_its_store_entry(tmp_path):
+    folder = tmp_path / KEY / "m"
+    write(folder, "0001_a.json", run_json("2026-11-20T10:00:00"))
+    elsewhere = write(tmp_path / "elsewhere", "run.json", run_json("2026-11-21T10:00:00"))
+    (folder / "0002_b.json").symlink_to(elsewhere)
+    runs = store.saved_runs(tmp_path / KEY)
+    assert [run.path.name for run in runs] == ["0001_a.json", "0002_b.json"]
+    assert baseline.choose(None, tmp_path / KEY)[0].path == (folder / "0002_b.json").absolute()
+    assert store.save(tmp_path / KEY, "m", "next", run_json("2026-11-22T10:00:00")).name == (
+        "0003_next.json"
+    )
+
+
+@pytest.mark.parametrize("target", ["self", "outside", "nothing"])
+def test_a_store_entry_that_links_to_a_bad_file_is_named_by_the_entry(tmp_path, target):
+    folder = tmp_path / KEY / "m"
+    entry = folder / "0001_bad.json"
+    folder.mkdir(parents=True)
+    outside = write(tmp_path / "etc", "passwd", "root:x:0:0:root:/root:/bin/bash\n")
+    entry.symlink_to({"self": entry, "outside": outside, "nothing": tmp_path / "gone"}[target])
+    with pytest.raises(store.StoreError) as error:
+        store.saved_runs(tmp_path / KEY)
+    assert f"git checkout -- {entry}`" in str(error.value) and "passwd" not in str(error.value)
+
+
+def test_a_store_folder_that_links_to_itself_is_one_line(tmp_path):
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    assert "Too many levels of symbolic links" in store.folder_problem(tmp_path / "loop")
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    assert "is a symlink to nothing" in store.folder_problem(tmp_path / "gone")
+    assert store.folder_problem(tmp_path / "missing") is None
+    assert store.folder_problem(tmp_path) is None
+    assert store.run_files(tmp_path / "loop") == [] and store.hardware_keys(tmp_path) == []

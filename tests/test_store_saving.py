@@ -164,6 +164,43 @@ def test_ctrl_c_during_the_save_finishes_it_and_exits_2(bench_project):
     assert len(saved_runs(bench_project)) == 1 and unsaved(bench_project) == []
 
 
+# a conftest that signals its own process in one hook after the main loop: a CI runner's cancel
+# in the moments after [100%] (before pytest-benchmark saves, in the summary, at unconfigure)
+SIGNAL_IN_HOOK = """
+import os, signal, pytest
+
+def send():
+    os.kill(os.getpid(), signal.{signal})
+
+if "{hook}" == "pytest_sessionfinish":
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_sessionfinish(session):
+        send()
+        yield
+elif "{hook}" == "pytest_terminal_summary":
+    def pytest_terminal_summary(terminalreporter):
+        send()
+else:
+    def pytest_unconfigure(config):
+        send()
+"""
+
+
+@pytest.mark.parametrize(
+    "number, hook",
+    [("SIGTERM", "pytest_sessionfinish"), ("SIGTERM", "pytest_terminal_summary"),
+     ("SIGTERM", "pytest_unconfigure"), ("SIGINT", "pytest_sessionfinish")],
+)  # fmt: skip
+def test_a_signal_after_the_last_test_saves_the_run_first_and_exits_2(bench_project, hook, number):
+    assert run(bench_project, "--benchmark-save=base").ret == 0
+    bench_project.makeconftest(SIGNAL_IN_HOOK.format(signal=number, hook=hook))
+    result = run(bench_project, "--perf-gate", "--benchmark-save=after")
+    assert_one_line(result, pytest.ExitCode.INTERRUPTED, f"perfgate: {number} after the last test")
+    assert [p.name for p in saved_runs(bench_project)] == ["0001_base.json", "0002_after.json"]
+    assert unsaved(bench_project) == []
+    assert (bench_project.path / "perfgate-results" / "gate.md").exists()
+
+
 def test_when_even_the_project_folder_is_full_the_run_goes_to_the_temporary_folder(
     tmp_path, monkeypatch
 ):
@@ -241,6 +278,43 @@ def test_kill_9_in_the_middle_of_a_save_blocks_nothing(tmp_path):
     assert sorted(p.name for p in key.rglob("*")) == ["0001_after-kill.json", "m"]
 
 
+KILLED_PUT_ASIDE = """
+import sys, time
+from pathlib import Path
+from perfgate.store import owners, saving
+def stuck(file, path, text, mode=None):
+    file.write(text[: len(text) // 2])
+    file.flush()
+    Path(sys.argv[2]).write_text("half written")
+    time.sleep(60)
+owners.fill = stuck
+saving.put_aside({"benchmarks": [], "padding": "x" * 100000}, "killed", Path(sys.argv[1]))
+"""
+
+
+def test_kill_9_while_a_run_is_put_aside_leaves_no_file_named_like_a_run(tmp_path):
+    marker = tmp_path / "half"
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1]))
+    child = subprocess.Popen([sys.executable, "-c", KILLED_PUT_ASIDE, str(tmp_path), str(marker)],
+                             env=env)  # fmt: skip
+    while not marker.exists():
+        assert child.poll() is None, "the child died before writing"
+        time.sleep(0.01)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    folder = tmp_path / saving.UNSAVED
+    assert not list(folder.glob("*_killed.json")) and len(list(folder.glob(".saving-*"))) == 1
+    kept = saving.put_aside(_run_json(), "next", tmp_path)  # removes what the dead one left
+    assert [p.name for p in folder.iterdir()] == [kept.name] and kept.name.endswith("_next.json")
+
+
+def test_a_session_that_saves_nothing_leaves_no_empty_hardware_folder(bench_project):
+    (bench_project.path / "bl").mkdir()
+    for options in (["--benchmark-disable"], []):
+        assert run(bench_project, "--perf-baselines=bl", *options).ret == 0
+        assert list((bench_project.path / "bl").iterdir()) == []
+
+
 def test_a_disk_full_when_the_gate_writes_its_summary_is_one_line(bench_project):
     assert run(bench_project, "--benchmark-save=base").ret == 0
     bench_project.makeconftest("""
@@ -255,3 +329,11 @@ def test_a_disk_full_when_the_gate_writes_its_summary_is_one_line(bench_project)
     result = run(bench_project, "--perf-gate")
     assert_one_line(result, pytest.ExitCode.OK, "could not write")
     assert "No space left on device" in result.stdout.str()
+
+
+@pytest.mark.parametrize("asked, status", [("--perf-gate", 6), ("--benchmark-save=x", 4)])
+def test_a_baselines_folder_that_links_to_itself_is_one_line(bench_project, asked, status):
+    (bench_project.path / "loop").symlink_to(bench_project.path / "loop")
+    result = run(bench_project, "--perf-baselines=loop", asked)
+    assert_one_line(result, status, "loop cannot be read as a folder: Too many levels of symbolic")
+    assert not (bench_project.path / "ran").exists()

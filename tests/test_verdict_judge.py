@@ -15,6 +15,7 @@ from helpers import (
 )
 
 from perfgate.benchmark import RunFormatError
+from perfgate.format import fmt_percent, fmt_time
 from perfgate.stats import MIN_ROUNDS
 from perfgate.verdict import Thresholds, Verdict, judge
 from perfgate.verdict.judge import HOST_BOUND, failed
@@ -55,9 +56,10 @@ def test_regression_message_reports_medians_change_p_value_and_the_rerun():
                  single("t", rounds(3, 2.0)))  # fmt: skip
     c = result.comparison
     assert result.verdict is Verdict.REGRESSION and c.ratio > 1.8
-    for fact in (f"{c.current_median * 1e3:.4g} ms", f"{c.baseline_median * 1e3:.4g} ms"):
+    for fact in (fmt_time(c.current_median), fmt_time(c.baseline_median)):
         assert fact in result.message
-    assert f"{c.change_percent:+.1f}%" in result.message and "p=" in result.message
+    change = fmt_percent(c.change_percent / 100, signed=True)
+    assert change in result.message and "p=" in result.message
     assert "confirmed by re-run: median" in result.message
 
 
@@ -173,7 +175,7 @@ def test_an_improvements_message_gives_the_numbers_of_its_comparison():
     assert flash.verdict is Verdict.IMPROVEMENT
     assert c.baseline_median == pytest.approx(8e-6)  # the set's fastest run, not its slowest
     assert f"faster by {-c.change_percent:.1f}%" in flash.message
-    assert f"{c.baseline_median * 1e3:.4g} ms" in flash.message
+    assert fmt_time(c.baseline_median) in flash.message
     assert flash.message.endswith("(against the baseline set's fastest run)")
 
 

@@ -63,7 +63,7 @@ def test_markdown_has_a_table_per_verdict_and_escapes_pipes(judged):
     for heading in ("## Unconfirmed", "## Not gated, with the reason", "## New benchmarks"):
         assert heading in text
     assert "<summary>1 unchanged</summary>" in text and "| x::a\\|b | " in text
-    assert "<summary>1 baseline benchmarks not run</summary>" in text and "- `x::gone`" in text
+    assert "<summary>1 baseline benchmarks not run</summary>" in text and "- x::gone" in text
 
 
 def test_json_rows_say_gated_or_not_and_carry_the_comparison(judged):
@@ -76,3 +76,20 @@ def test_json_rows_say_gated_or_not_and_carry_the_comparison(judged):
     assert rows["x::slower"]["change_percent"] == slower.comparison.change_percent
     assert rows["x::slower"]["message"] == slower.message
     assert rows["x::new"]["baseline_median_s"] is None and rows["x::new"]["verdict"] == "new"
+
+
+def test_a_summary_past_a_job_pages_limit_is_cut_and_says_where_the_rest_is(monkeypatch):
+    names = [f"x::case_{i:04d}" for i in range(300)]
+    baseline = run_of(*[entry(name, rounds(i)) for i, name in enumerate(names)])
+    current = run_of(*[entry(name, rounds(i + 1000, 1.3 if i < 40 else 1.0))
+                       for i, name in enumerate(names)])  # fmt: skip
+    results = judge([baseline], current)
+    whole = summary.markdown(results, [], "BASE", "perfgate-results/gate.json")
+    monkeypatch.setattr(summary, "MARKDOWN_BYTES", len(whole.encode()) // 2)
+    cut = summary.markdown(results, [], "BASE", "perfgate-results/gate.json")
+    assert len(cut.encode()) <= summary.MARKDOWN_BYTES < len(whole.encode())
+    assert cut.splitlines()[-1].startswith("**Cut here**: this summary is ")
+    assert "every verdict is in perfgate-results/gate.json." in cut
+    assert cut.count("<details>") == cut.count("</details>")
+    assert sum(line.startswith("```") for line in cut.splitlines()) % 2 == 0
+    assert cut.startswith(whole[: len(cut) // 2])  # the regressions first, as they were

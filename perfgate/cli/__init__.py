@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from perfgate import __version__
+from perfgate import format as fmt
 from perfgate.ab import AbError
 from perfgate.cli import ab, guard, merge, nightly
 from perfgate.cli.bisect import add_bisect_parser, run_bisect
@@ -242,7 +243,7 @@ def main(argv: Sequence[str] | None = None, out=None, err=None) -> int:
             return _run(args, extra, argv, out, err)
     except (CommandError, StoreError, PlotsUnavailable, BadOutput, StepsUnavailable,
             AbError) as error:  # fmt: skip
-        print(f"perfgate {args.command}: error: {error}", file=err)
+        print(f"perfgate {args.command}: error: {fmt.terminal(error)}", file=err)
         return 2
     except KeyboardInterrupt:
         print(f"perfgate {args.command}: interrupted; nothing was left half-written", file=err)

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from perfgate import format as fmt
 from perfgate.benchmark import Run, describe_changes, environment_changes
 from perfgate.cli.guard import CommandError
 from perfgate.cli.runs import baseline_set_of, matches
-from perfgate.report.tables import MISSING, fmt_time, render
+from perfgate.format import MISSING, fmt_percent, fmt_time
+from perfgate.report.tables import render
 from perfgate.verdict import summary
 from perfgate.verdict.judge import GateResult, Verdict, judge
 from perfgate.verdict.thresholds import Thresholds
@@ -81,7 +83,7 @@ def _cells(result: GateResult) -> list[str]:
         result.name.split("::")[-1],
         fmt_time(c.baseline_median) if c else MISSING,
         fmt_time(c.current_median) if c else MISSING,
-        f"{c.change_percent:+.1f} %" if c else MISSING,
+        fmt_percent(c.change_percent / 100, signed=True) if c else MISSING,
         p_value,
         interval,
         str(result.verdict),
@@ -92,7 +94,8 @@ def _cells(result: GateResult) -> list[str]:
 
 def compare_text(a: Run, b: Run, thresholds: Thresholds, patterns: Sequence[str],
                  markdown: bool) -> str:  # fmt: skip
-    """Header lines, the environment difference, one row per benchmark, and the counts."""
+    """Header lines, the environment difference, one row per benchmark, and the counts; stored
+    text escaped for the terminal or for markdown (``perfgate.format``)."""
     members, results = compare_results(a, b, thresholds, patterns)
     headers = ["benchmark", "A median", "B median", "change", "p", "B/A 95% CI", "verdict"]
     cells = [[*_cells(r), summary.threshold_cell(r)] for r in results]
@@ -106,8 +109,7 @@ def compare_text(a: Run, b: Run, thresholds: Thresholds, patterns: Sequence[str]
     if len(members) > 1:
         earlier = ", ".join(run.path.name for run in members[:-1])
         lines.append(f"A is compared as a baseline set with {earlier} (as the gate does)")
-    if markdown:
-        lines = [f"- {line}" for line in lines]
+    lines = [f"- {fmt.markdown(line)}" if markdown else fmt.terminal(line) for line in lines]
     return "\n".join([*lines, "", table, "", f"{summary.counts(results)} ({rule})", ""])
 
 

@@ -3,6 +3,7 @@ read through ``perfgate.store`` as ``perfgate.benchmark.Run`` objects."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -33,8 +34,8 @@ def runs_by_hardware(root: Path, extra: Iterable[Path] = ()) -> dict[str, list]:
     ]
     for key, run in saved:
         grouped.setdefault(key, []).append(run)
-    known = {run.path.resolve() for _, run in saved}
-    given = {Path(path).resolve(): Path(path) for path in extra}  # each file once
+    known = {os.path.realpath(run.path) for _, run in saved}
+    given = {os.path.realpath(path): Path(path) for path in extra}  # each file once
     for run in (load(p) for r, p in given.items() if r not in known):
         grouped.setdefault(run.hardware_key, []).append(run)
     return {key: sorted(runs, key=_when) for key, runs in grouped.items()}

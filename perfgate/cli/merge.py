@@ -3,7 +3,10 @@ written to ``--out`` and/or saved into the store (``--save NAME``), for the gate
 
 Exit status: 0 merged; MERGE_REFUSED (3) with one line when the runs are not the N shards of one
 run (another hardware key or commit, a case in two shards, a shard missing or given twice, a run
-that is no shard); 2 for an unreadable run or an output that cannot be written.
+that is no shard); 2 for an unreadable or badly typed run (checked as the store checks every
+run: a shard I/N that names no part, a hardware key that is no folder name, a commit that is no
+string) or an output that cannot be written. The merged run keeps at most KEPT_ROUNDS rounds a
+case, as every run perfgate saves, and is saved only inside ``--baselines``.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from perfgate import format as fmt
 from perfgate import store
 from perfgate.cli.guard import CommandError
 from perfgate.fields import RunField
@@ -58,7 +62,7 @@ def run_merge(args: argparse.Namespace, out, err) -> int:
     try:
         merged = merge_shards(runs)
     except MergeError as error:
-        print(f"perfgate merge: refused: {error}", file=err)
+        print(f"perfgate merge: refused: {fmt.terminal(error)}", file=err)
         return MERGE_REFUSED
     cases = len(merged["benchmarks"])
     if args.out:

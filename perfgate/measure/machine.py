@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
 
+from perfgate.format import slug
 from perfgate.measure import nvml
 
 
@@ -27,11 +27,6 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown-cpu"
-
-
-def slug(text: str) -> str:
-    """A folder-safe name: letters, digits, '.', '_' and '-'."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "unknown"
 
 
 def hardware_key(use_cuda: bool) -> str:

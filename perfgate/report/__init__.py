@@ -11,12 +11,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from perfgate.benchmark import Run
+from perfgate.format import MISSING
 from perfgate.report import compile as report_compile
 from perfgate.report import memory as report_memory
 from perfgate.report import mxint8 as report_mxint8
 from perfgate.report import sdpa as report_sdpa
 from perfgate.report.common import Case, Figures, all_cases, machine_labels
-from perfgate.report.tables import MISSING, render
+from perfgate.report.tables import render
 
 REPORT_NAME = "report.md"
 

@@ -3,8 +3,9 @@ per case that is not unchanged, in the gate's words."""
 
 from __future__ import annotations
 
+from perfgate.format import MISSING, fmt_time
 from perfgate.progress import printable
-from perfgate.report.tables import MISSING, fmt_time, render
+from perfgate.report.tables import render
 from perfgate.verdict.outcome import GateResult, Verdict
 
 HEADERS = ["benchmark", "A blocks", "B blocks", "B/A (paired)", "95% CI", "p", "threshold",

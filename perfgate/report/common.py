@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-import re
 import sys
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -13,8 +12,10 @@ from typing import TypeVar
 
 from perfgate.benchmark import Benchmark, Run
 from perfgate.fields import Field
+from perfgate.format import slug
 
 T = TypeVar("T")
+STEM_CHARACTERS = 100  # of a benchmark's name in its file names (a file name holds 255 bytes)
 
 
 @dataclass(frozen=True)
@@ -58,11 +59,6 @@ class Case:
         return self.benchmark.median
 
     @property
-    def iqr(self) -> float | None:
-        quartiles = self.benchmark.quartiles
-        return None if quartiles is None else quartiles[1] - quartiles[0]
-
-    @property
     def fullname(self) -> str:
         return self.benchmark.fullname
 
@@ -103,16 +99,13 @@ def ordered(values: Iterable[object], first: Sequence[object] = ()) -> list[obje
     return [v for v in first if v in seen] + [v for v in seen if v not in first]
 
 
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "plot"
-
-
 def file_stem(fullname: str) -> str:
     """A file name for one benchmark's page or plot: its test and parameters, readable, and a
     hash of its full id, so that ``a/test_io.py::test_read[small]`` and
     ``b/test_net.py::test_read[small]`` never share a file."""
     digest = hashlib.sha1(fullname.encode("utf-8")).hexdigest()[:8]
-    return f"{slug(fullname.split('::')[-1])}-{digest}"
+    readable = slug(fullname.split("::")[-1], "plot")[:STEM_CHARACTERS].rstrip("-")
+    return f"{readable}-{digest}"
 
 
 def shape_text(shape: Sequence[int] | None) -> str:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from perfgate.fields import Fact
+from perfgate.format import MISSING, fmt_iqr, fmt_ratio, fmt_time
 from perfgate.report import plots
 from perfgate.report.common import Case, Figures, grouped, of_test, ordered
-from perfgate.report.tables import MISSING, fmt_ratio, fmt_time, render
+from perfgate.report.tables import render
 
 BASE_MODE = "eager"
 
@@ -17,7 +18,8 @@ def _mode(case: Case) -> str:
 def _time_with_spread(case: Case | None) -> str:
     if case is None:
         return MISSING
-    iqr = f" (IQR {fmt_time(case.iqr)})" if case.iqr is not None else ""
+    quartiles = case.benchmark.quartiles
+    iqr = f" (IQR {fmt_iqr(quartiles)})" if quartiles is not None else ""
     return fmt_time(case.median) + iqr
 
 

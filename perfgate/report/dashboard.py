@@ -10,17 +10,18 @@ the job summary.
 
 from __future__ import annotations
 
-import html
 import os
 import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from perfgate import format as fmt
+from perfgate.format import MISSING, fmt_change, fmt_percent, fmt_time, html, slug
 from perfgate.progress import Progress
-from perfgate.report.common import file_stem, slug
+from perfgate.report.common import file_stem
 from perfgate.report.dashboard_page import benchmark_page, page, step_cell, table
-from perfgate.report.tables import MISSING, fmt_time
+from perfgate.store import owners
 from perfgate.store import schema as run_schema
 from perfgate.verdict import steps as changepoints
 from perfgate.verdict.rows import GateRow
@@ -53,6 +54,7 @@ def _prepare(out: Path) -> Path:
         )
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
+    staging.chmod(0o777 & ~owners.umask())  # mkdtemp makes it 0700; the site is the user's folder
     (staging / MARKER).write_text("built by perfgate dashboard; safe to delete and rebuild\n")
     return staging
 
@@ -83,11 +85,11 @@ def _index_row(hardware: str, runs: Sequence, fullname: str, steps) -> list[str]
     newest = measured[-1].benchmarks[fullname]
     change = MISSING
     if len(measured) > 1:
-        change = f"{(newest.median / measured[-2].benchmarks[fullname].median - 1) * 100:+.1f} %"
-    link = f"<a href='{page_path(hardware, fullname)}'>{html.escape(newest.name)}</a>"
+        change = fmt_change(measured[-2].benchmarks[fullname].median, newest.median)
+    link = f"<a href='{page_path(hardware, fullname)}'>{html(newest.name)}</a>"
     return [
         link,
-        html.escape(newest.group_label),
+        html(newest.group_label),
         str(len(measured)),
         fmt_time(newest.median),
         change,
@@ -104,9 +106,9 @@ def _index(sections: list[tuple[str, str, list[list[str]]]], open_steps: list[st
     hardware_seen = None
     for hardware, family, rows in sections:
         if hardware != hardware_seen:
-            body.append(f"<h2>{html.escape(hardware)}</h2>")
+            body.append(f"<h2>{html(hardware)}</h2>")
             hardware_seen = hardware
-        body += [f"<h3>{html.escape(family)}</h3>", table(headers, rows)]
+        body += [f"<h3>{html(family)}</h3>", table(headers, rows)]
     return page("perfgate dashboard", "\n".join(body))
 
 
@@ -126,7 +128,7 @@ def _write_pages(out: Path, hardware: str, runs: Sequence, open_steps: list[str]
         row = _index_row(hardware, runs, fullname, steps)
         families.setdefault(experiment(fullname), []).append(row)
         if steps and steps[-1].after > steps[-1].before:
-            link = f"<a href='{page_path(hardware, fullname)}'>{html.escape(fullname)}</a>"
+            link = f"<a href='{page_path(hardware, fullname)}'>{html(fullname)}</a>"
             open_steps.append(f"{link}: {step_cell(steps[-1])}")
     progress.close()
     return families
@@ -147,13 +149,13 @@ def build(grouped: dict, extra: Sequence[Path], out: Path, err=None) -> tuple[Pa
 def _write_site(out: Path, grouped: dict, extra: Sequence[Path], err) -> list:
     """Every page, the index and plotly into ``out``; returns the steps ``extra`` revealed."""
     (out / "plotly.min.js").write_text(_plotly_js(), encoding="utf-8")
-    given = {Path(p).resolve() for p in extra}
-    new = [run for runs in grouped.values() for run in runs if run.path.resolve() in given]
+    given = {os.path.realpath(p) for p in extra}
+    new = [run for runs in grouped.values() for run in runs if os.path.realpath(run.path) in given]
     since = min(run_schema.recorded_at(run) for run in new) if new else None
     sections, open_steps, revealed = [], [], []
     for hardware, runs in grouped.items():
         if err is not None:
-            print(f"{hardware}: {len(runs)} runs", file=err, flush=True)
+            print(f"{fmt.terminal(hardware)}: {len(runs)} runs", file=err, flush=True)
         families = _write_pages(out, hardware, runs, open_steps, err)
         sections += [(hardware, family, rows) for family, rows in families.items()]
         if since is not None:
@@ -170,7 +172,8 @@ def summary_markdown(revealed: list, site: str) -> str:
     lines = ["New steps in the benchmark history (tested across runs, not against one baseline):"]
     for hardware, step in revealed:
         link = f"{site.rstrip('/')}/{page_path(hardware, step.fullname)}"
-        lines.append(f"- [{step.fullname}]({link}) on {hardware}: {step.describe()}")
+        md = fmt.markdown
+        lines.append(f"- [{md(step.fullname)}]({link}) on {md(hardware)}: {md(step.describe())}")
     return "\n".join(lines) + "\n"
 
 
@@ -198,16 +201,20 @@ def regressions_markdown(regressions: list[GateRow], grouped: dict, site: str) -
             (hw, runs) for hw, runs in grouped.items() if any(name in r.benchmarks for r in runs)
         ]
         if not homes:
-            lines.append(f"- `{name}`: {row.message} (no history: not in any run given)")
+            lines.append(
+                f"- {fmt.markdown(name)}: {fmt.markdown(row.message)} (no history: not in any "
+                "run given)"
+            )
             continue
         hardware, runs = homes[0]
         medians = [run.benchmarks[name].median for run in changepoints.measured(runs, name)]
         shown = medians[-TREND_RUNS:]
         link = f"{site.rstrip('/')}/{page_path(hardware, name)}"
         change = row.change_percent
-        change_text = f"{change:+.1f} %" if change is not None else "see the gate"
+        change_text = "see the gate" if change is None else fmt_percent(change / 100, signed=True)
         lines.append(
-            f"- [{name}]({link}) on {hardware}, {change_text}: `{sparkline(shown)}` "
+            f"- [{fmt.markdown(name)}]({link}) on {fmt.markdown(hardware)}, {change_text}: "
+            f"`{sparkline(shown)}` "
             f"{fmt_time(min(shown))} .. {fmt_time(max(shown))} over {len(shown)} runs"
         )
     return "\n".join(lines) + "\n\n"

@@ -8,14 +8,11 @@ copy roofline, saved fractions, speedups).
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
 from perfgate.benchmark import describe_changes, environment_changes
-from perfgate.report.tables import MISSING, fmt_time, time_unit
+from perfgate.format import fmt_change, fmt_iqr, fmt_percent, fmt_time, html, time_unit
 from perfgate.verdict.steps import Step
 
 PAGE_STYLE = """
@@ -33,7 +30,7 @@ def page(title: str, body: str, script_prefix: str = "") -> str:
     """A whole HTML page; ``script_prefix`` is the relative path to plotly.min.js's folder."""
     return (
         "<!DOCTYPE html>\n<html><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title><style>{PAGE_STYLE}</style>"
+        f"<title>{html(title)}</title><style>{PAGE_STYLE}</style>"
         f"<script src='{script_prefix}plotly.min.js'></script></head>"
         f"<body>\n{body}\n</body></html>\n"
     )
@@ -62,14 +59,6 @@ def ratio_series(runs: Sequence, fullname: str) -> dict[str, list[float | None]]
     return {key: [run.benchmarks[fullname].fact(key) for run in runs] for key in keys}
 
 
-def quartiles(benchmark) -> tuple[float, float]:
-    """(q1, q3) seconds of the rounds; the median twice when no rounds were saved."""
-    if not benchmark.samples:
-        return benchmark.median, benchmark.median
-    q1, q3 = np.percentile(benchmark.samples, [25, 75])
-    return float(q1), float(q3)
-
-
 def environment_marks(runs: Sequence) -> list[tuple[int, str]]:
     """(index of the first run in the new environment, what changed)."""
     marks = []
@@ -93,7 +82,8 @@ def figure(runs: Sequence, fullname: str, steps: Sequence[Step]):
     benchmarks = [run.benchmarks[fullname] for run in runs]
     unit, scale = time_unit(max(b.median for b in benchmarks))
     labels = [run_label(run) for run in runs]
-    low, high = zip(*(quartiles(b) for b in benchmarks), strict=True)
+    # the band: q1 to q3 of the rounds, the median twice where no rounds were saved
+    low, high = zip(*(b.quartiles or (b.median, b.median) for b in benchmarks), strict=True)
     band = dict(mode="lines", line=dict(width=0), hoverinfo="skip", showlegend=False)
     fig.add_scatter(x=labels, y=[q / scale for q in low], row=1, col=1, **band)
     fig.add_scatter(
@@ -107,7 +97,8 @@ def figure(runs: Sequence, fullname: str, steps: Sequence[Step]):
         **{k: v for k, v in band.items() if k != "showlegend"},
     )
     hover = [
-        f"{run.path.name}<br>{run.datetime[:19]}<br>commit {short_commit(run)}<br>"
+        f"{html(run.path.name)}<br>{html(run.datetime[:19])}<br>"
+        f"commit {html(short_commit(run))}<br>"
         f"median {fmt_time(b.median)}, {b.rounds} rounds"
         for run, b in zip(runs, benchmarks, strict=True)
     ]
@@ -124,7 +115,10 @@ def figure(runs: Sequence, fullname: str, steps: Sequence[Step]):
     )
     _mark(fig, environment_marks(runs), len(runs), "#888", "dash", "env: ")
     where = {str(run.path): i for i, run in enumerate(runs)}
-    step_marks = [(where[str(s.run.path)], f"step {s.change_percent:+.1f} %") for s in steps]
+    step_marks = [
+        (where[str(s.run.path)], f"step {fmt_percent(s.change_percent / 100, signed=True)}")
+        for s in steps
+    ]
     _mark(fig, step_marks, len(runs), "#d62728", "solid", "")
     fig.update_yaxes(title_text=f"median ({unit})", row=1, col=1)
     fig.update_xaxes(range=[-0.5, len(labels) - 0.5], row=1, col=1)  # annotations widen it
@@ -146,7 +140,7 @@ def _mark(fig, marks: Sequence[tuple[int, str]], runs: int, color: str, dash: st
         fig.add_vline(
             x=index - 0.5,
             line=dict(color=color, dash=dash, width=2),
-            annotation=dict(text=html.escape(prefix + text), font=dict(color=color, size=11)),
+            annotation=dict(text=html(prefix + text), font=dict(color=color, size=11)),
             annotation_position="top right" if index < runs / 2 else "top left",
             row=1,
             col=1,
@@ -157,19 +151,18 @@ def run_rows(runs: Sequence, fullname: str) -> list[list[str]]:
     rows, previous, marks = [], None, dict(environment_marks(runs))
     for i, run in enumerate(runs):
         b = run.benchmarks[fullname]
-        q1, q3 = quartiles(b)
-        change = MISSING if previous is None else f"{(b.median / previous - 1) * 100:+.1f} %"
+        change = fmt_change(previous, b.median)
         previous = b.median
         rows.append(
             [
-                html.escape(run.path.name),
-                html.escape(run.datetime[:16].replace("T", " ")),
-                html.escape(short_commit(run)),
+                html(run.path.name),
+                html(run.datetime[:16].replace("T", " ")),
+                html(short_commit(run)),
                 fmt_time(b.median),
-                fmt_time(q3 - q1),
+                fmt_iqr(b.quartiles),
                 str(b.rounds),
                 change,
-                html.escape(marks.get(i, "")),
+                html(marks.get(i, "")),
             ]
         )
     return rows
@@ -180,7 +173,7 @@ def step_cell(step: Step | None) -> str:
     if step is None:
         return "<span class='muted'>none</span>"
     css = "slower" if step.after > step.before else "faster"
-    return f"<span class='step {css}'>{html.escape(step.describe())}</span>"
+    return f"<span class='step {css}'>{html(step.describe())}</span>"
 
 
 def benchmark_page(runs: Sequence, fullname: str, hardware: str, steps: Sequence[Step]) -> str:
@@ -192,9 +185,8 @@ def benchmark_page(runs: Sequence, fullname: str, hardware: str, steps: Sequence
     headers = ["run", "date (UTC)", "commit", "median", "IQR", "rounds", "vs previous", "env"]
     body = [
         "<p><a href='../index.html'>&larr; all benchmarks</a></p>",
-        f"<h1>{html.escape(first.name)}</h1>",
-        f"<p>{html.escape(fullname)}<br>hardware {html.escape(hardware)}, "
-        f"{_group(first)}{len(runs)} runs</p>",
+        f"<h1>{html(first.name)}</h1>",
+        f"<p>{html(fullname)}<br>hardware {html(hardware)}, {_group(first)}{len(runs)} runs</p>",
         plot,
         "<h2>Steps</h2>",
         "<ul>" + "".join(f"<li>{step_cell(s)}</li>" for s in steps) + "</ul>"
@@ -204,12 +196,12 @@ def benchmark_page(runs: Sequence, fullname: str, hardware: str, steps: Sequence
         "<h2>Runs</h2>",
         table(headers, run_rows(runs, fullname)),
     ]
-    return page(first.name, "\n".join(body), script_prefix="../")
+    return page(f"{first.name} on {hardware}: {fullname}", "\n".join(body), script_prefix="../")
 
 
 def _group(benchmark) -> str:
     """'group NAME, ' for a benchmark in a pytest-benchmark group, else nothing."""
-    return f"group {html.escape(benchmark.group_label)}, " if benchmark.group_label else ""
+    return f"group {html(benchmark.group_label)}, " if benchmark.group_label else ""
 
 
 def run_label(run) -> str:

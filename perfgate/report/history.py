@@ -8,10 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfgate import format as fmt
 from perfgate.benchmark import Run, describe_changes, environment_changes
+from perfgate.format import MISSING, fmt_change, fmt_iqr, fmt_time
 from perfgate.progress import Progress
 from perfgate.report.common import matches
-from perfgate.report.tables import MISSING, fmt_time, render
+from perfgate.report.tables import render
 from perfgate.verdict.steps import steps_text
 
 
@@ -27,8 +29,8 @@ class HistoryRow:
     changes: list[tuple[str, str, str]]  # environment changes from the previous run
 
     @property
-    def iqr(self) -> float | None:
-        return None if self.q1 is None or self.q3 is None else self.q3 - self.q1
+    def quartiles(self) -> tuple[float, float] | None:
+        return None if self.q1 is None or self.q3 is None else (self.q1, self.q3)
 
 
 def matching_benchmarks(runs: Sequence[Run], pattern: str) -> list[str]:
@@ -60,16 +62,14 @@ def history(runs: Sequence[Run], fullname: str) -> list[HistoryRow]:
 def _history_table(rows, markdown: bool) -> str:
     cells, previous = [], None
     for row in rows:
-        change = MISSING
-        if row.median is not None and previous is not None:
-            change = f"{(row.median / previous - 1) * 100:+.1f} %"
+        change = fmt_change(previous, row.median)
         previous = row.median if row.median is not None else previous
         cells.append(
             [
                 row.run.path.name,
                 row.run.date,
                 fmt_time(row.median) if row.median is not None else "not measured",
-                fmt_time(row.iqr),
+                fmt_iqr(row.quartiles),
                 MISSING if row.rounds is None else str(row.rounds),
                 change,
                 f"* {describe_changes(row.changes)}" if row.changes else "",
@@ -95,7 +95,7 @@ def _history_plot(rows, name: str, folder: Path, err) -> Path:
         name,
         [f"{_short(row.run.path.stem)}\n{row.run.date[5:10]}" for row in rows],
         [row.median for row in rows],
-        [(row.q1, row.q3) if row.q1 is not None and row.q3 is not None else None for row in rows],
+        [row.quartiles for row in rows],
         [(i, describe_changes(row.changes)) for i, row in enumerate(rows) if row.changes],
     )
 
@@ -115,12 +115,14 @@ def history_text(
     if not names:
         return f"no benchmark matches '{pattern}' in {len(runs)} runs\n"
     blocks, views = [], list(runs)
+    escape = fmt.markdown if markdown else fmt.terminal  # names and run files are stored text
     progress = Progress(len(names), "history", err, lines=False)  # a bar on a terminal only
     for number, fullname in enumerate(names):
         progress.step()
         rows = history(runs, fullname)
-        title = f"## {fullname}" if markdown else fullname
-        blocks += [title, "", _history_table(rows, markdown), "", steps_text(views, fullname), ""]
+        title = f"## {escape(fullname)}" if markdown else escape(fullname)
+        steps = "\n".join(escape(line) for line in steps_text(views, fullname).splitlines())
+        blocks += [title, "", _history_table(rows, markdown), "", steps, ""]
         if plot_folder is not None and number < max_plots:
             path = _history_plot(rows, fullname, Path(plot_folder), err)
             blocks += [f"plot: {path}", ""]

@@ -4,6 +4,7 @@ the CuTe kernel, and a Linear layer with dense vs MXINT8 weights."""
 from __future__ import annotations
 
 from perfgate.fields import Fact, Field
+from perfgate.format import MISSING, fmt_bytes, fmt_percent, fmt_rate, fmt_ratio, fmt_time, slug
 from perfgate.report import plots
 from perfgate.report.common import (
     Case,
@@ -13,17 +14,8 @@ from perfgate.report.common import (
     ordered,
     power_of_two,
     shape_text,
-    slug,
 )
-from perfgate.report.tables import (
-    MISSING,
-    fmt_bytes,
-    fmt_percent,
-    fmt_rate,
-    fmt_ratio,
-    fmt_time,
-    render,
-)
+from perfgate.report.tables import render
 
 # mase-cuda's CuTe dequantization kernel on one H100: 0.64 TB/s effective at 2^25 elements,
 # group 32 or 128 (MXINT8.md). A figure from the specification, comparable on H100s only.

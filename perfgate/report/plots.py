@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from perfgate.report.tables import time_unit
+from perfgate.format import time_unit
 
 DPI = 110
 # One colour per implementation name in every plot, so a backend looks the same on each machine.

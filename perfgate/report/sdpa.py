@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from perfgate.fields import Fact
+from perfgate.format import MISSING, fmt_ratio, fmt_time, slug
 from perfgate.report import plots
-from perfgate.report.common import Case, Figures, grouped, of_test, ordered, shape_text, slug
-from perfgate.report.tables import MISSING, fmt_ratio, fmt_time, render
+from perfgate.report.common import Case, Figures, grouped, of_test, ordered, shape_text
+from perfgate.report.tables import render
 
 BASELINE = "naive"
 KNOWN_ORDER = [BASELINE, "flash", "efficient", "cudnn", "math"]

@@ -10,12 +10,15 @@ same as the CLI's.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from perfgate import _pytest_benchmark, options, store
+from perfgate import format as fmt
 from perfgate.benchmark import Run
 from perfgate.store import baseline
 from perfgate.store import schema as run_schema
@@ -65,8 +68,11 @@ def storage_folder(config: pytest.Config, key: str) -> Path:
             "drop the --perf-* options (and perfgate = true) to use this storage"
         )
     root = options.baselines_root(config)
+    if root is not None and (problem := store.folder_problem(root)):
+        _refuse(config, f"the baseline root {problem}; point --perf-baselines (or "
+                "perfgate_baselines) at a folder")  # fmt: skip
     if not _per_hardware(config):
-        folder = Path(storage.removeprefix("file://")).expanduser().resolve()
+        folder = Path(os.path.realpath(Path(storage.removeprefix("file://")).expanduser()))
         if (folder / key).is_dir():
             _refuse(config, f"--benchmark-storage {storage} is a baseline root (it holds "
                     f"{key}/); name the hardware folder: file://{folder / key}")  # fmt: skip
@@ -78,6 +84,13 @@ def storage_folder(config: pytest.Config, key: str) -> Path:
         )
         _refuse(config, message)
     return baseline.key_folder(root, key)
+
+
+def _remove_empty(folder: Path) -> None:
+    """Remove ``folder`` and the folders in it when no file was saved there."""
+    for place in [*sorted(folder.glob("*"), reverse=True), folder]:
+        with contextlib.suppress(OSError):  # holds a file (or is one): kept
+            place.rmdir()
 
 
 def _refuse(config: pytest.Config, message: str) -> None:
@@ -117,6 +130,8 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
         _check(store.check_save_name, config.option.benchmark_save)
     folder = storage_folder(config, key)
     per_hardware = _per_hardware(config)
+    if not os.path.lexists(folder):  # pytest-benchmark's storage makes it: not for nothing
+        config.add_cleanup(lambda: _remove_empty(folder))
     config.option.benchmark_storage = f"file://{folder}"
     config.option.benchmark_save_data = True  # per-round samples: the gate needs them later
     choice = BaselineChoice(folder, gate, per_hardware)
@@ -196,7 +211,9 @@ def require_samples(members: list[Run]) -> None:
 
 
 def warn(config: pytest.Config, line: str) -> None:
-    """One yellow line in pytest's terminal (printed where there is none)."""
+    """One yellow line in pytest's terminal (printed where there is none); stored text in it
+    is escaped (``format.terminal``)."""
+    line = fmt.terminal(line)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         reporter.write_line(line, yellow=True)

@@ -33,6 +33,7 @@ class SessionState:
     controller: perfgate.workers.Controller | None = None  # merges the workers' runs
     gate: perfgate.gate.GateSession | None = None
     gpu: dict | None = None  # the GPU this process times on (fields.Gpu), where it is one
+    interrupts: perfgate.session.interrupts.Interrupts | None = None  # Ctrl-C and SIGTERM
 
     def start_session(self, session: pytest.Session) -> None:
         """At session start (pytest-benchmark's session exists by then): route its saving

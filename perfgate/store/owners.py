@@ -131,7 +131,7 @@ def write_temporary(folder: Path, text: str) -> Path:
                                     dir=folder)  # fmt: skip
     path = Path(name)
     with os.fdopen(handle, "w", encoding="utf-8") as file:
-        fill(file, path, text, mode=0o666 & ~_umask())  # mkstemp makes 0600; a run is for all
+        fill(file, path, text, mode=0o666 & ~umask())  # mkstemp makes 0600; a run is for all
     return path
 
 
@@ -149,7 +149,8 @@ def fill(file, path: Path, text: str, mode: int | None = None) -> None:
         raise
 
 
-def _umask() -> int:
+def umask() -> int:
+    """This process's umask (read by setting it, then set back)."""
     mask = os.umask(0o022)
     os.umask(mask)
     return mask

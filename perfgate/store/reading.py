@@ -3,12 +3,14 @@ and find the run a RUN argument names (a path, a run number or a name fragment).
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import os
 import re
 from pathlib import Path
 
+from perfgate import format as fmt
 from perfgate.benchmark import Run, RunFormatError, run_from_json
 from perfgate.fields import RUN_FORMAT, RunField, with_bounded_data
 from perfgate.store import schema as run_schema
@@ -20,22 +22,27 @@ SAVE_HINT = "record one with `pytest --benchmark-save=NAME`"
 class StoreError(Exception):
     """A run file or store folder that cannot be used; the message names it and what to do."""
 
+    def __str__(self) -> str:  # it quotes stored text (names, paths): never a terminal control
+        return fmt.terminal(super().__str__())
+
 
 class NoSuchRun(StoreError):
     """A RUN argument, or a hardware folder, that names no saved run."""
 
 
 def load(path: Path) -> Run:
-    """Read and check one run file; StoreError naming the file and what to do."""
+    """Read and check one run file; StoreError naming the file and what to do. The run is named
+    by the path it was found at (a store entry that is a symlink is named by the entry, not by
+    what it links to: the entry is what to move out)."""
     path = Path(path)
-    return _load(path.resolve(), _stamp(path))
+    return _load(path.absolute(), _stamp(path))
 
 
 def _stamp(path: Path) -> tuple[int, int]:
     try:
         status = path.stat()
     except OSError as error:
-        raise StoreError(f"cannot read run {path}: {error.strerror}") from error
+        raise StoreError(f"cannot read run {path}: {error.strerror}; {_restore(path)}") from error
     return status.st_mtime_ns, status.st_size
 
 
@@ -54,7 +61,7 @@ def comparison_entries(path: Path) -> list:
     """The benchmark entries of a loaded run as pytest-benchmark's table reads them (every
     statistic, per-round data bounded), from the same single read as ``load``."""
     path = Path(path)
-    return _bounded_json(path.resolve(), _stamp(path))["benchmarks"]
+    return _bounded_json(path.absolute(), _stamp(path))["benchmarks"]
 
 
 @functools.lru_cache(maxsize=4)  # the run just loaded, for comparison_entries
@@ -115,6 +122,18 @@ def run_files(folder: Path) -> list[Path]:
         seen.add(real)
         found += [Path(place) / name for name in files if RUN_FILE.match(name)]
     return found
+
+
+def folder_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a folder although it is there (a symlink loop, a file, no
+    permission); None when it can, or when it is missing (callers say what a missing one means)."""
+    try:
+        os.listdir(path)
+    except FileNotFoundError:
+        return None if not os.path.islink(path) else f"{path} is a symlink to nothing"
+    except OSError as error:
+        return f"{path} cannot be read as a folder: {error.strerror}"
+    return None
 
 
 def number_of(path: Path) -> int:
@@ -189,9 +208,11 @@ def _names(path: Path, argument: str) -> bool:
 
 
 def read_json(path: Path) -> dict:
-    """A run file's JSON as it is, checked first as ``load`` checks it."""
+    """A run file's JSON, checked first as ``load`` checks it, from the same single read: every
+    field as it is but the per-round data, bounded as a saved run's is (``KEPT_ROUNDS``)."""
+    path = Path(path)
     load(path)
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    return copy.deepcopy(_bounded_json(path.absolute(), _stamp(path)))
 
 
 def read_results(path: Path) -> Run:

@@ -9,6 +9,7 @@ SIGTERM that arrive meanwhile are held until the save is done.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import tempfile
 import threading
@@ -86,16 +87,23 @@ def put_aside(run_json: dict, name: str, root: Path) -> Path:
 
 
 def _write_new(folder: Path, stamp: str, name: str, text: str) -> Path:
+    """Write ``text`` under a temporary name first, then link it to the first free
+    ``<stamp>[-N]_<name>.json``: a kill while writing leaves no file named like a whole run (the
+    temporary file names its process, and the next save removes it once that is gone)."""
     folder.mkdir(parents=True, exist_ok=True)
-    for attempt in range(1000):
-        path = folder / f"{stamp}{f'-{attempt}' if attempt else ''}_{name}.json"
-        try:
-            with open(path, "x", encoding="utf-8") as file:  # "x": never over another run
-                owners.fill(file, path, text)
-            return path
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"{folder} has 1000 runs saved at {stamp}")
+    owners.clean_orphans(folder, folder)
+    temporary = owners.write_temporary(folder, text)
+    try:
+        for attempt in range(1000):
+            path = folder / f"{stamp}{f'-{attempt}' if attempt else ''}_{name}.json"
+            try:
+                os.link(temporary, path)  # never over another run
+                return path
+            except FileExistsError:
+                continue
+        raise FileExistsError(f"{folder} has 1000 runs saved at {stamp}")
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 def _why(error: Exception) -> str:
@@ -103,22 +111,6 @@ def _why(error: Exception) -> str:
         where = f" ({error.filename})" if error.filename else ""
         return f"{error.strerror}{where}"
     return str(error)
-
-
-def interrupt_on_sigterm(config) -> None:
-    """For this pytest session, SIGTERM (a CI runner's timeout) interrupts as Ctrl-C does, so
-    the run measured so far is put aside instead of lost; restored when the session ends."""
-    main = threading.current_thread() is threading.main_thread()
-    if not main or hasattr(config, "workerinput"):  # an xdist worker: its controller decides
-        return
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return
-
-    def interrupt(number, frame):
-        raise KeyboardInterrupt("SIGTERM")
-
-    signal.signal(signal.SIGTERM, interrupt)
-    config.add_cleanup(lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
 
 
 @contextlib.contextmanager

@@ -12,7 +12,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from perfgate.benchmark import Benchmark, Field, Run, RunFormatError
-from perfgate.fields import Declared, RunField
+from perfgate.fields import Declared, RunField, shard_problem
+from perfgate.format import slug
 
 # pytest-benchmark's comparison table reads these stats of a compared run (its default columns)
 TABLE_STATS = ("min", "max", "mean", "stddev", "median", "iqr", "ops", "rounds", "iterations")
@@ -53,10 +54,47 @@ def check(run: Run) -> None:
     for name in (RunField.SOFTWARE, RunField.GPU_HEALTH):
         _object(run.perfgate.get(name), f"{where}: machine_info.perfgate.{name}")
     key = run.perfgate.get(RunField.HARDWARE_KEY)
-    if key is not None and not isinstance(key, str):
-        raise RunFormatError(f"{where}: machine_info.perfgate.hardware_key must be a string")
+    if key not in (None, "") and (problem := folder_name_problem(key)):  # "": not recorded
+        raise RunFormatError(f"{where}: machine_info.perfgate.hardware_key {problem}")
+    shard = run.perfgate.get(RunField.SHARD)
+    if shard is not None and (problem := _shard_problem(shard)):
+        raise RunFormatError(f"{where}: machine_info.perfgate.shard {problem}")
+    reasons = run.gpu_health.get("untrusted_reasons")
+    if reasons is not None and not (isinstance(reasons, list) and all(map(_text, reasons))):
+        raise RunFormatError(f"{where}: machine_info.perfgate.gpu_health.untrusted_reasons must "
+                             "be a list of strings")  # fmt: skip
+    commit = run.commit_info.get("id")
+    if commit is not None and not isinstance(commit, str):
+        raise RunFormatError(f"{where}: commit_info.id must be a string (a commit hash)")
     for benchmark in run.benchmarks.values():
         _check_benchmark(benchmark, f"{where}: {benchmark.fullname}: extra_info")
+
+
+def folder_name_problem(name: object) -> str | None:
+    """Why ``name`` cannot be one folder of the store (a hardware key, a machine id): it must be
+    a name as perfgate makes them (``format.slug``: letters, digits, '.', '_' and '-', not
+    starting with '.'), so that a run saved or a page written under it stays in the folder
+    chosen, and the name is plain text wherever it is shown; None when it can."""
+    if not isinstance(name, str):
+        return "must be a string"
+    if name != slug(name):
+        return (
+            f"{name!r} cannot be a folder name (letters, digits, '.', '_' and '-' only, not "
+            "starting with '.')"
+        )
+    return None
+
+
+def _shard_problem(shard: object) -> str | None:
+    if not isinstance(shard, dict):
+        return 'must be an object {"index": I, "count": N}'
+    problem = shard_problem(shard.get("index"), shard.get("count"))
+    label = f"{shard.get('index')!r}/{shard.get('count')!r}"
+    return f"{label} names no part ({problem})" if problem else None
+
+
+def _text(value: object) -> bool:
+    return isinstance(value, str)
 
 
 def _check_benchmark(benchmark: Benchmark, where: str) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from perfgate.store import owners
 from perfgate.store.reading import StoreError, number_of, run_files
+from perfgate.store.schema import folder_name_problem
 
 SAVE_NAME_BYTES = 120  # with "NNNN_", ".json" and a timestamp, well inside a 255-byte name
 SAVE_NAME = re.compile(r"^[^\x00-\x1f\x7f/\\:*?<>|]+$")
@@ -77,6 +78,8 @@ def save_file(key_folder: Path, machine_id: str, name: str, source: Path) -> Pat
 def machine_folder(key_folder: Path, machine_id: str) -> Path:
     """``key_folder/machine_id``, created when missing; a symlink to a folder is followed, one
     to nothing (or to a file) is a StoreError that says so."""
+    if problem := folder_name_problem(machine_id):
+        raise StoreError(f"the run's machine id {problem}; the run is not saved outside the store")
     folder = key_folder / machine_id
     if folder.is_symlink() and not folder.is_dir():
         raise StoreError(

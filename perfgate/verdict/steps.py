@@ -24,6 +24,8 @@ from datetime import datetime
 
 import numpy as np
 
+from perfgate.format import fmt_percent
+
 ALPHA = 0.01  # permutation p-value below which a proposed step is kept
 MIN_CHANGE = 0.02  # smallest step kept, as a fraction of the median before it
 MIN_SEGMENT = 3  # fewest runs on each side of a step
@@ -60,7 +62,8 @@ class Step:
     def describe(self) -> str:
         direction = "slower" if self.after > self.before else "faster"
         return (
-            f"{self.change_percent:+.1f} % ({direction}) at {self.run.path.name} "
+            f"{fmt_percent(self.change_percent / 100, signed=True)} ({direction}) at "
+            f"{self.run.path.name} "
             f"(commit {(self.commit or '?')[:8]}), p={self.p_value:.2g}"
         )
 

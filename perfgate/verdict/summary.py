@@ -5,6 +5,7 @@ The gate and ``perfgate compare`` print these same rows; every word comes from t
 
 from __future__ import annotations
 
+from perfgate import format as fmt
 from perfgate.benchmark import Run, environment_changes
 from perfgate.verdict import rows
 from perfgate.verdict.judge import GateResult, Verdict
@@ -23,6 +24,9 @@ LISTED = (Verdict.REGRESSION, Verdict.UNCONFIRMED, Verdict.NOT_GATED, Verdict.NE
 LISTED += (Verdict.IMPROVEMENT,)
 COLUMNS = ["benchmark", "baseline median", "current median", "change", "p (slower)", "detail"]
 COLUMNS += ["threshold"]
+# GitHub shows at most 1 MiB of a job's step summary (gate.md): cut before that, and say where
+# every verdict is
+MARKDOWN_BYTES = 1_000_000
 
 
 def environment_difference(baseline: Run, current: Run) -> list[tuple[str, str, str]]:
@@ -51,10 +55,6 @@ def machine_shift(results: list[GateResult]) -> str | None:
     return next((r.shift for r in results if r.shift), None)
 
 
-def _milliseconds(seconds: float) -> str:
-    return f"{seconds * 1e3:.4g} ms"
-
-
 def threshold_cell(result: GateResult) -> str:
     """'3.0 % (floor 3 % (measured noise 0.4 % (5 blocks)))'; '' without a threshold."""
     if result.threshold is None:
@@ -68,9 +68,9 @@ def cells(result: GateResult) -> list[str]:
         return [result.name, "", "", "", "", result.message, threshold_cell(result)]
     return [
         result.name,
-        _milliseconds(c.baseline_median),
-        _milliseconds(c.current_median),
-        f"{c.change_percent:+.1f}%",
+        fmt.fmt_time(c.baseline_median),
+        fmt.fmt_time(c.current_median),
+        fmt.fmt_percent(c.change_percent / 100, signed=True),
         f"{c.p_value:.2g}" if c.enough_rounds else "n/a",
         result.message,
         threshold_cell(result),
@@ -78,7 +78,8 @@ def cells(result: GateResult) -> list[str]:
 
 
 def terminal_lines(results: list[GateResult], changes: list, baseline: str) -> list[str]:
-    """The counts, the environment difference, then every result not unchanged, by verdict."""
+    """The counts, the environment difference, then every result not unchanged, by verdict;
+    stored text (names, versions, messages) escaped for a terminal."""
     lines = [f"perfgate gate against {baseline}: {counts(results)}"]
     if shift := machine_shift(results):
         lines.append(f"  session: {shift}")
@@ -95,41 +96,67 @@ def terminal_lines(results: list[GateResult], changes: list, baseline: str) -> l
         lines.append(
             f"{not_run} baseline benchmarks were not run this time (deselected or skipped)"
         )
-    return lines
+    return [fmt.terminal(line) for line in lines]
 
 
-def markdown(results: list[GateResult], changes: list, baseline: str) -> str:
-    """A markdown summary: counts, environment difference, one table per verdict listed."""
-    parts = ["# perfgate gate", "", f"Baseline: `{baseline}`. Result: {counts(results)}."]
+def markdown(results: list[GateResult], changes: list, baseline: str,
+             rest: str = "the JSON summary beside this file") -> str:  # fmt: skip
+    """A markdown summary: counts, environment difference, one table per verdict listed. Stored
+    text is escaped (``format.markdown``); past MARKDOWN_BYTES it is cut at a line, with a line
+    saying that every verdict is in ``rest``."""
+    md = fmt.markdown
+    parts = ["# perfgate gate", "", f"Baseline: {md(baseline)}. Result: {counts(results)}."]
     if shift := machine_shift(results):
-        parts += ["", f"Session: {shift}."]
+        parts += ["", f"Session: {md(shift)}."]
     if changes:
         parts += ["", "| environment | baseline | current |", "| --- | --- | --- |"]
-        parts += [f"| {what} | {before} | {now} |" for what, before, now in changes]
+        parts += [f"| {md(what)} | {md(before)} | {md(now)} |" for what, before, now in changes]
     for verdict in (*LISTED, Verdict.UNCHANGED):
         rows = [r for r in results if r.verdict is verdict]
         if not rows:
             continue
         table = ["| " + " | ".join(COLUMNS) + " |", "|" + " --- |" * len(COLUMNS)]
-        table += ["| " + " | ".join(_escape(cell) for cell in cells(r)) + " |" for r in rows]
+        table += ["| " + " | ".join(md(cell) for cell in cells(r)) + " |" for r in rows]
         if verdict is Verdict.UNCHANGED:
             summary = f"<details><summary>{len(rows)} unchanged</summary>"
             parts += ["", summary, "", *table, "", "</details>"]
         else:
             parts += ["", f"## {HEADINGS[verdict]}", "", *table]
     for r in (r for r in results if r.details):
-        parts += ["", f"### {r.name}", "", "```", *r.details, "```"]
+        parts += ["", f"### {md(r.name)}", "", *fmt.markdown_block(r.details)]
     not_run = [r.name for r in results if r.verdict is Verdict.NOT_RUN]
     if not_run:
         parts += ["", f"<details><summary>{len(not_run)} baseline benchmarks not run</summary>", ""]
-        parts += [f"- `{name}`" for name in not_run] + ["", "</details>"]
-    return "\n".join(parts) + "\n"
+        parts += [f"- {md(name)}" for name in not_run] + ["", "</details>"]
+    return _cut(parts, rest)
+
+
+def _cut(lines: list[str], rest: str) -> str:
+    """The lines, cut at the last whole line that fits MARKDOWN_BYTES with the closing lines
+    (an open code block and open ``<details>`` closed, and where the rest is)."""
+    text = "\n".join(lines) + "\n"
+    if len(text.encode("utf-8")) <= MARKDOWN_BYTES:
+        return text
+    kept, size, fence, opened = [], 0, None, 0
+    for line in lines:
+        size += len(line.encode("utf-8")) + 1
+        if size > MARKDOWN_BYTES - 1000:  # room for the closing lines
+            break
+        kept.append(line)
+        if line.startswith("```"):
+            fence = None if fence == line else fence or line
+        elif fence is None:
+            opened += line.count("<details>") - line.count("</details>")
+    closing = [fence] if fence else []
+    closing += ["", "</details>"] * opened
+    closing += [
+        "",
+        f"**Cut here**: this summary is {len(text.encode()):,} bytes, past the "
+        f"{MARKDOWN_BYTES:,} a job page shows; every verdict is in {fmt.markdown(rest)}.",
+    ]
+    return "\n".join(kept + closing) + "\n"
 
 
 def as_json(results: list[GateResult]) -> dict:
     """gate.json: one typed row per benchmark, versioned (``verdict.rows``)."""
     return rows.as_json([rows.GateRow.of(r) for r in results])
-
-
-def _escape(cell: str) -> str:
-    return cell.replace("|", "\\|").replace("\n", " ")
