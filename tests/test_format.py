@@ -115,6 +115,7 @@ ENVIRONMENT = {
     "python": "\x1b]0;title\x07\x1b[2J",
 }
 OURS = re.compile(r"</?details>|<summary>[\w ]*</summary>|\s")  # the HTML perfgate writes itself
+OWN_EMPHASIS = re.compile(r"The A/B stopped \(.*\)|\d+ test\(s\) failed")  # nightly.md's bold
 
 
 def rendered(text: str):
@@ -140,7 +141,9 @@ def assert_inert(text: str) -> None:
     assert all(href.startswith("./") for href in links), links  # only perfgate's own pages
     markup = [t.content for t in tokens if t.type in ("html_block", "html_inline")]
     assert all(OURS.sub("", content) == "" for content in markup), markup
-    assert not [t for t in tokens if t.type in ("em_open", "strong_open", "s_open")], text
+    emphasis = [tokens[i + 1].content for i, t in enumerate(tokens)
+                if t.type in ("em_open", "strong_open", "s_open")]  # fmt: skip
+    assert all(OWN_EMPHASIS.fullmatch(words) for words in emphasis), emphasis
     assert not CONTROL.search(text.replace("\r", ""))
 
 
@@ -241,3 +244,16 @@ def test_the_dashboard_renders_hostile_names_inert(tmp_path):
         parser.feed(page.read_text())
         assert parser.inline_scripts == (0 if page.name == "index.html" else 1), page
         assert not [t for t, attrs in parser.found if t == "img" or "onerror" in attrs], page
+
+
+def test_nightly_md_renders_hostile_names_and_messages_inert():
+    from perfgate.report.nightly import markdown as nightly_markdown
+    from perfgate.verdict import nightly
+    from perfgate.verdict.rows import GateRow
+
+    baseline = run_of(*[entry(fullname(n), rounds(i)) for i, n in enumerate(HOSTILE)])
+    current = run_of(*[entry(fullname(n), rounds(i, 1.5)) for i, n in enumerate(HOSTILE)])
+    rows = [replace(GateRow.of(r), message=HOSTILE[0]) for r in judge([baseline], current)]
+    night = nightly.Night(nightly.decide(rows, {rows[0].name: HOSTILE[2]}, {}),
+                          base_commit="<img src=x onerror=1>", stopped="\x1b[2J# FAKE")  # fmt: skip
+    assert_inert(nightly_markdown(night))

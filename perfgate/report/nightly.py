@@ -4,12 +4,12 @@ in ``verdict.nightly``; text from the runs is escaped for markdown."""
 
 from __future__ import annotations
 
-from perfgate.progress import printable
+from perfgate import format as fmt
 from perfgate.verdict.nightly import AB, STORED, Night
 
 
 def _cell(text: str | None) -> str:
-    return printable((text or "").replace("\n", " ")).replace("|", "\\|").replace("`", "\\`")
+    return fmt.markdown(text or "")
 
 
 def markdown(night: Night) -> str:
