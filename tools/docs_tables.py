@@ -42,6 +42,7 @@ def exit_codes_reference() -> str:
     numbers come from the code's constants."""
     import pytest
 
+    from perfgate.ab.night import GATED_NOTHING, INCOMPLETE
     from perfgate.cli import INTERRUPTED
     from perfgate.cli.merge import MERGE_REFUSED
     from perfgate.session.baseline import FIRST_BASELINE, GATE_NOT_RUN
@@ -83,7 +84,17 @@ def exit_codes_reference() -> str:
             MERGE_REFUSED,
             "`merge` refuses its runs: another hardware key or commit, a case in "
             "two shards, a shard missing or given twice, two splits, or a run that "
-            "is no shard",
+            "is no shard; `nightly --shards`: the folders are not the N shard nights of one night",
+        ),
+        (
+            GATED_NOTHING,
+            "`ab` or `nightly` gated no case (every case not gated, an empty gate.json, every row "
+            "not run): a comparison that judged nothing never passes",
+        ),
+        (
+            INCOMPLETE,
+            "`ab` or `nightly`: `--time-limit` stopped the A/B with cases undecided; what it "
+            "decided is written, and `--resume` continues it",
         ),
         (
             INTERRUPTED,
@@ -104,9 +115,12 @@ USAGE = (
     "a usage error, one line, before anything runs: a bad option value "
     "(`--perf-gate-threshold=fast`), a marker threshold that is neither a fraction nor a "
     "percentage (`threshold=10`: `10%` or `0.1`?), a `--benchmark-save` name that cannot be a "
-    "file name, a `--perf-shard` that names no part (`0/2`, `2`), `-n` above the number of GPUs "
-    "under `--device cuda`, an output path that cannot be written (`--perf-gate-report`, "
-    "`--benchmark-json`, `--perf-profile`); without the gate, a missing `--perf-baselines` "
+    "file name, a `--perf-shard` that names no part (`0/2`, `2`, `''` from an unset variable, N "
+    "above 1000), `-n` above the number of GPUs under `--device cuda`, a MIG instance as the CUDA "
+    "device, an output path that cannot be written (`--perf-gate-report`, `--benchmark-json`, "
+    "`--perf-profile`), `--perf-gate-report` ending in `.json` (its JSON twin would be the same "
+    "file), a path option written apart from its value that moved pytest's rootdir above the "
+    "project (write `--perf-baselines=DIR`); without the gate, a missing `--perf-baselines` "
     "folder, a `--benchmark-storage` naming the baseline root, a broken baseline or one dated "
     "in the future (with the gate these are the next row's)"
 )
