@@ -99,11 +99,17 @@ def entry(
             "stats": stats, "group": None}  # fmt: skip
 
 
+OTHERS = "other processes on the GPU"  # a reason that names them, as machine.py writes it
+
+
 def run_json(*entries: dict, datetime: str = DATETIME, software: dict | None = None,
              untrusted: list[str] | None = None, key: str = "TEST-KEY") -> dict:  # fmt: skip
     perfgate = {"hardware_key": key, "software": software or {"torch": "2.13.0"}}
     if untrusted:
-        perfgate["gpu_health"] = {"trusted": False, "untrusted_reasons": untrusted}
+        others = [p for r in untrusted if r.startswith(OTHERS + ": ") for p in
+                  r.removeprefix(OTHERS + ": ").split("; ")]  # fmt: skip
+        perfgate["gpu_health"] = {"trusted": False, "untrusted_reasons": untrusted,
+                                  "other_processes": others}  # fmt: skip
     return {
         "machine_info": {"perfgate": perfgate},
         "commit_info": {"id": "abc123"},

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers import AB_CLOCK, commit, error_line, git, perfgate, worktrees
 
-from perfgate.ab import blocks
+from perfgate.ab import blocks, trees
 from perfgate.verdict.paired import compare_paired_blocks
 
 # pytest-benchmark reads this clock (--benchmark-timer); a call advances it by the cost in
@@ -343,3 +343,16 @@ def test_a_drift_in_time_is_a_regression_in_the_old_order_only(repo, tmp_path, m
     else:  # the drift cancels across the two orders
         assert status in (0, 6) and row["verdict"] != "regression", out + err
         assert abs(row["ratio"] - 1) < 0.01
+
+
+def test_what_running_writes_in_the_tree_is_not_a_change_of_it(repo):
+    # Python's bytecode and pytest's cache appear in B's tree as its blocks run (CI does not
+    # set PYTHONDONTWRITEBYTECODE): the tree's identity, which --resume checks, stays the same
+    before = trees.state(repo, repo / "results")
+    for written in ("__pycache__/conftest.cpython-311.pyc", "sub/__pycache__/x.pyc",
+                    ".pytest_cache/v/cache/lastfailed"):  # fmt: skip
+        (repo / written).parent.mkdir(parents=True, exist_ok=True)
+        (repo / written).write_text("x")
+    assert trees.state(repo, repo / "results") == before
+    (repo / "new_module.py").write_text("x = 1")
+    assert trees.state(repo, repo / "results") != before

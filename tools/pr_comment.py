@@ -27,6 +27,7 @@ LISTED += (Verdict.IMPROVEMENT,)  # before the unchanged, which fold away
 MARKER = "<!-- perfgate: pull-request instruction counts -->"
 MAX_CHARS = 60_000  # GitHub refuses a comment over 65,536 characters
 DIFF = re.compile(r"^### (.+)\n\n(`{3,})\n(.*?)\n\2$", re.MULTILINE | re.DOTALL)
+UNESCAPE = re.compile(r"\\(.)")  # a backslash escape of format.markdown
 MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+!|~>-])")
 
 
@@ -56,8 +57,9 @@ def fenced(body: str) -> str:
 
 def function_diffs(markdown: str) -> dict[str, str]:
     """The details the gate's summary shows under a case (``### name`` and a code block): for
-    an instruction count, the functions whose instructions per call changed most."""
-    return {match.group(1): match.group(3) for match in DIFF.finditer(markdown)}
+    an instruction count, the functions whose instructions per call changed most. The heading
+    holds the name markdown-escaped; the key is the name as written."""
+    return {UNESCAPE.sub(r"\1", m.group(1)): m.group(3) for m in DIFF.finditer(markdown)}
 
 
 def headline(rows: list[GateRow]) -> str:

@@ -34,11 +34,15 @@ def resolve_commit(root: Path, ref: str, what: str = "BASE_REF") -> str:
         ) from None
 
 
+WRITTEN_BY_RUNNING = ("__pycache__", ".pytest_cache")
+
+
 def untracked(root: Path, outputs: Path | None = None) -> list[str]:
-    """Untracked files that are not ignored, but for those under ``outputs`` (the A/B's own)."""
-    leave_out = []
+    """Untracked files that are not ignored, but for those under ``outputs`` (the A/B's own) and
+    those Python and pytest write as they run (bytecode, pytest's cache)."""
+    leave_out = [f":(exclude,glob)**/{written}/**" for written in WRITTEN_BY_RUNNING]
     if outputs is not None and outputs.resolve().is_relative_to(root.resolve()):
-        leave_out = [f":(exclude){outputs.resolve().relative_to(root.resolve())}"]
+        leave_out += [f":(exclude){outputs.resolve().relative_to(root.resolve())}"]
     return git(root, "ls-files", "--others", "--exclude-standard", "--", ".",
                *leave_out).splitlines()  # fmt: skip
 
