@@ -54,7 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto`` on CUDA: one worker per GPU, each timing on its own (perfgate.workers)."""
+    """``-n auto`` on CUDA: one worker per GPU, each timing on its own (session.workers)."""
     if not options.asked(config) or not uses_cuda(config):
         return None
     from perfgate.measure import gpu
@@ -73,7 +73,7 @@ def pytest_benchmark_compare_machine_info(machine_info: dict, compared_benchmark
 @pytest.fixture(scope="session")
 def instruction_counts(request: pytest.FixtureRequest) -> dict[str, dict]:
     """Every selected instruction case counted by callgrind (``--perf-measure instructions``)."""
-    from perfgate import instruction_cases
+    from perfgate.session import instruction_cases
     from perfgate.session import state as session_state
 
     state = session_state.of(request.config)
@@ -107,7 +107,7 @@ class Asked:
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]):
         """The one order of selection: the instruction cases (or the timed ones), a worker's
         ratio groups written for the scheduler (xdist), this shard's part, the gate's check."""
-        from perfgate import instruction_cases
+        from perfgate.session import instruction_cases
 
         state = self.state
         instruction_cases.select(config, state.options, items)
@@ -133,7 +133,7 @@ class Asked:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item):
-        from perfgate.declarations import declarations, uses_benchmark
+        from perfgate.session.declarations import declarations, uses_benchmark
 
         fixture = getattr(item, "funcargs", {}).get("benchmark") if uses_benchmark(item) else None
         if fixture is not None and (declared := declarations(item)):
@@ -161,7 +161,7 @@ class Asked:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log):
-        from perfgate import workers
+        from perfgate.session import workers
 
         controller = self.state.controller
         return None if controller is None else workers.scheduler(config, log, controller.groups)
@@ -211,10 +211,10 @@ def uses_cuda(config: pytest.Config) -> bool:
 def start(config: pytest.Config, use_cuda: bool):
     """Check and decide what can be before the first benchmark runs (usage errors, outputs, the
     baseline: a missing one costs a second, not a GPU run); the state, kept in the stash."""
-    from perfgate import gate, instruction_cases, outputs, sharding, workers
+    from perfgate import outputs
     from perfgate.measure import machine, nvml
     from perfgate.measure import mode as measure_mode
-    from perfgate.session import baseline
+    from perfgate.session import baseline, gate, instruction_cases, sharding, workers
     from perfgate.session.interrupts import Interrupts
     from perfgate.session.saver import Saver
     from perfgate.session.state import KEY, SessionState

@@ -240,7 +240,7 @@ def test_paired_blocks_need_three_pairs_for_a_test_and_equal_counts():
 
 
 def test_the_gate_names_the_ab_command_for_its_regressions():
-    from perfgate.gate import ab_hint
+    from perfgate.session.gate import ab_hint
 
     regressed = {"perf_tests/test_mxint8.py::test_dequantize[cuda-1-triton-32]",
                  "perf_tests/test_sdpa.py::test_attention[cuda-x-flash-fp16]"}  # fmt: skip

@@ -154,7 +154,7 @@ def test_an_option_that_cannot_work_is_one_usage_line(pytester, given, line):
 
 def test_what_the_gate_learns_after_judging_makes_a_new_run():
     from perfgate.benchmark import run_from_json
-    from perfgate.gate import with_info
+    from perfgate.session.gate import with_info
 
     entry = {"name": "test_a", "fullname": "t.py::test_a", "stats": {"data": [1.0, 1.1]},
              "extra_info": {"clock": "perf_counter"}}  # fmt: skip

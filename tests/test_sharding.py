@@ -17,10 +17,10 @@ from helpers import (
     shard_run,
 )
 
-from perfgate import sharding
 from perfgate.cli import main
 from perfgate.cli.merge import MERGE_REFUSED
 from perfgate.fields import KEPT_ROUNDS
+from perfgate.session import sharding
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from helpers import FLASH, NAIVE, attention, entry, rounds, rounds_at, run_json
 from perfgate import store
 from perfgate.benchmark import run_from_json
 from perfgate.cli import main
-from perfgate.gate import thresholds_from
 from perfgate.session.baseline import require_samples
+from perfgate.session.gate import thresholds_from
 from perfgate.store import baseline as baseline_choice
 from perfgate.verdict import Verdict, judge, parse_thresholds, summary
 

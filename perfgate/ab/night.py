@@ -18,12 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfgate import sharding, store
+from perfgate import store
 from perfgate.ab import AbError, children, journal, trees
 from perfgate.ab.compare import INTERRUPTED, AbOptions, AbRun, as_json, run_ab
 from perfgate.ab.order import ratio_groups
 from perfgate.benchmark import Run
 from perfgate.report.nightly import markdown
+from perfgate.session import sharding
 from perfgate.verdict import nightly as policy
 from perfgate.verdict import rows as gate_rows
 from perfgate.verdict.thresholds import Thresholds

@@ -13,8 +13,8 @@ least loaded lane, as ``--perf-shard`` splits a matrix.
 
 from __future__ import annotations
 
-from perfgate import sharding
 from perfgate.benchmark import Run
+from perfgate.session import sharding
 from perfgate.verdict.pairing import declarations_of, same_run_ratios
 
 A, B = "A", "B"

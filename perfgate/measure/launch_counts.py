@@ -23,7 +23,7 @@ import pytest
 from perfgate import _pytest_benchmark
 from perfgate.fields import Clock, Field
 from perfgate.measure.mode import Mode
-from perfgate.reruns import run_again, say
+from perfgate.session.reruns import run_again, say
 
 if TYPE_CHECKING:  # torch is imported where a case is counted, never by the gate's session
     import torch

@@ -26,7 +26,7 @@ import pytest
 from perfgate import _pytest_benchmark
 from perfgate.fields import PROFILE_ROWS, Clock, Field, Profile
 from perfgate.measure.mode import Mode
-from perfgate.reruns import run_again, say
+from perfgate.session.reruns import run_again, say
 
 if TYPE_CHECKING:  # torch is imported where a case is profiled, never by the gate's session
     import torch

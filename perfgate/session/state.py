@@ -28,10 +28,10 @@ class SessionState:
     saver: perfgate.session.saver.Saver
     mode: perfgate.measure.mode.Mode
     clocks: tuple[str, bool] = ("", False)  # --perf-lock-clocks: the header line, whether locked
-    shard: perfgate.sharding.ShardSelection | None = None
-    worker: perfgate.workers.Worker | None = None  # an xdist worker, merged by the controller
-    controller: perfgate.workers.Controller | None = None  # merges the workers' runs
-    gate: perfgate.gate.GateSession | None = None
+    shard: perfgate.session.sharding.ShardSelection | None = None
+    worker: perfgate.session.workers.Worker | None = None  # an xdist worker, merged by controller
+    controller: perfgate.session.workers.Controller | None = None  # merges the workers' runs
+    gate: perfgate.session.gate.GateSession | None = None
     gpu: dict | None = None  # the GPU this process times on (fields.Gpu), where it is one
     interrupts: perfgate.session.interrupts.Interrupts | None = None  # Ctrl-C and SIGTERM
 

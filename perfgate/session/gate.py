@@ -18,15 +18,15 @@ import pytest
 
 from perfgate import _pytest_benchmark, options, outputs
 from perfgate.benchmark import Run, run_from_json
-from perfgate.declarations import declarations, test_name, uses_benchmark
 from perfgate.fields import Declared, Field
 from perfgate.measure import launch_counts
 from perfgate.measure.mode import Mode
 from perfgate.options import Options
-from perfgate.reruns import run_again, say
 from perfgate.session.baseline import FIRST_BASELINE, GATE_NOT_RUN, BaselineChoice
+from perfgate.session.declarations import declarations, test_name, uses_benchmark
+from perfgate.session.reruns import run_again, say
 from perfgate.session.saver import Saver
-from perfgate.sharding import ShardSelection
+from perfgate.session.sharding import ShardSelection
 from perfgate.verdict import summary
 from perfgate.verdict.judge import GateResult, Verdict, failed, judge, rerun_names
 from perfgate.verdict.pairing import declarations_of

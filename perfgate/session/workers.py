@@ -28,12 +28,12 @@ import pytest
 
 from perfgate import _pytest_benchmark
 from perfgate.benchmark import Run, run_from_json
-from perfgate.declarations import ratio_group
 from perfgate.fields import Field
-from perfgate.gate import GateSession, with_info
 from perfgate.measure import gpu
-from perfgate.reruns import say
-from perfgate.sharding import ShardSelection
+from perfgate.session.declarations import ratio_group
+from perfgate.session.gate import GateSession, with_info
+from perfgate.session.reruns import say
+from perfgate.session.sharding import ShardSelection
 from perfgate.store.merge import MergeError, merge_runs
 from perfgate.store.saving import SAVE_FAILED
 from perfgate.store.writing import write_json

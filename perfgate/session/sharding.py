@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.declarations import ratio_group
 from perfgate.fields import MAX_SHARDS, shard_problem
+from perfgate.session.declarations import ratio_group
 
 SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
