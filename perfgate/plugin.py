@@ -184,7 +184,7 @@ def after_loop(state, session: pytest.Session) -> None:
     for a saved run, the profiles stored with it. Counting and profiling come after every timing
     (they leave CUPTI attached, which slows later launches); nothing runs after failed tests."""
     from perfgate import _pytest_benchmark
-    from perfgate.measure import launch_counts, profiler
+    from perfgate.session import reruns
 
     if session.testsfailed or session.shouldfail or session.shouldstop:
         if state.gate is not None:
@@ -198,9 +198,9 @@ def after_loop(state, session: pytest.Session) -> None:
         gate.conclude(current, confirmation)
     elif gate is None and state.options.saves:
         timed = _pytest_benchmark.timed_names(session.config)
-        launch_counts.count_cases(session, state.mode, timed)
+        reruns.count_launches(session, state.mode, timed)
     if state.options.stores_profiles:
-        profiler.store_profiles(session, state.mode)
+        reruns.store_profiles(session, state.mode)
 
 
 def uses_cuda(config: pytest.Config) -> bool:
@@ -211,10 +211,9 @@ def uses_cuda(config: pytest.Config) -> bool:
 def start(config: pytest.Config, use_cuda: bool):
     """Check and decide what can be before the first benchmark runs (usage errors, outputs, the
     baseline: a missing one costs a second, not a GPU run); the state, kept in the stash."""
-    from perfgate import outputs
     from perfgate.measure import machine, nvml
     from perfgate.measure import mode as measure_mode
-    from perfgate.session import baseline, gate, instruction_cases, sharding, workers
+    from perfgate.session import baseline, gate, instruction_cases, outputs, sharding, workers
     from perfgate.session.interrupts import Interrupts
     from perfgate.session.saver import Saver
     from perfgate.session.state import KEY, SessionState
@@ -232,7 +231,7 @@ def start(config: pytest.Config, use_cuda: bool):
             config.add_cleanup(undo)
     mode = config.stash[measure_mode.KEY] = measure_mode.Mode(profile_dir=read.profile)
     _check_histogram(config)
-    outputs.check_session_outputs(config)
+    outputs.check_session_outputs(config, read)
     interrupts = Interrupts(config)
     interrupts.start()
     thresholds = gate.thresholds_from(config) if read.gate else None  # usage errors first
@@ -244,8 +243,9 @@ def start(config: pytest.Config, use_cuda: bool):
     state = SessionState(config, read, key, choice, saver, mode, clocks, shard, worker, controller,
                          gpu=timing_gpu, interrupts=interrupts)  # fmt: skip
     if read.gate:
-        gate_class = workers.gate_class(worker, controller)
-        state.gate = gate_class(config, read, choice, saver, thresholds, mode, shard)
+        state.gate = workers.new_gate(
+            worker, controller, config, read, choice, saver, thresholds, mode, shard
+        )
     config.stash[KEY] = state
     return state
 

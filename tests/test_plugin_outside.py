@@ -138,11 +138,11 @@ def test_asked_gate_uses_the_projects_storage_and_paths(project, monkeypatch):
 
 
 def test_the_command_line_finds_this_machines_key_without_torch(monkeypatch):
-    from perfgate.cli.runs import this_hardware_key
     from perfgate.measure.machine import hardware_key
+    from perfgate.store.baseline import this_machine_key
 
     monkeypatch.setitem(sys.modules, "torch", None)  # perfgate installed without perfgate[torch]
-    assert this_hardware_key() == hardware_key(use_cuda=False)
+    assert this_machine_key() == hardware_key(use_cuda=False)
 
 
 def test_the_command_line_reads_the_projects_pytest_benchmark_storage(project, monkeypatch):

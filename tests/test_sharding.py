@@ -17,10 +17,10 @@ from helpers import (
     shard_run,
 )
 
+from perfgate import parts
 from perfgate.cli import main
 from perfgate.cli.merge import MERGE_REFUSED
 from perfgate.fields import KEPT_ROUNDS
-from perfgate.session import sharding
 
 
 @pytest.fixture
@@ -37,40 +37,40 @@ def perfgate(capsys, *argv: str) -> tuple[int, str, str]:
 # --- the split ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("text", ["1/2", "2/2", " 3 / 4 ", "1/1"])
 def test_shard_values_that_name_a_part(text):
-    index, count = sharding.parse(text)
+    index, count = parts.parse(text)
     assert 1 <= index <= count
 
 
 @pytest.mark.parametrize("text", ["0/2", "3/2", "1/0", "1", "a/b", "", "1/2/3", "-1/2"])
 def test_shard_values_that_name_no_part_say_how_to_give_one(text):
     with pytest.raises(ValueError, match=r"--perf-shard .*e\.g\. 1/"):
-        sharding.parse(text)
+        parts.parse(text)
 
 
 def test_split_balances_stored_durations_longest_first():
     stored = {"a": 8.0, "b": 5.0, "c": 4.0, "d": 3.0}
-    part = sharding.split(["d", "c", "b", "a"], stored, 2)
+    part = parts.split(["d", "c", "b", "a"], stored, 2)
     load = {i: sum(stored[n] for n in part if part[n] == i) for i in (1, 2)}
     assert part == {"a": 1, "b": 2, "c": 2, "d": 1} and load == {1: 11.0, 2: 9.0}
 
 
 def test_cases_without_a_stored_duration_count_as_the_mean_case():
-    part = sharding.split(["a", "b", "new1", "new2"], {"a": 3.0, "b": 1.0}, 2)
+    part = parts.split(["a", "b", "new1", "new2"], {"a": 3.0, "b": 1.0}, 2)
     assert part == {"a": 1, "new1": 2, "new2": 2, "b": 1}  # each new case counts 2.0: 4 and 4
-    assert set(sharding.split(["x", "y", "z", "w"], {}, 2).values()) == {1, 2}  # none stored
+    assert set(parts.split(["x", "y", "z", "w"], {}, 2).values()) == {1, 2}  # none stored
 
 
 def test_split_is_the_same_in_any_collection_order_and_covers_every_case_once():
     names = [f"perf_tests/test_x.py::test_x[{i}]" for i in range(50)]
     stored = {name: float(i % 7) for i, name in enumerate(names[:30])}
-    first = sharding.split(names, stored, 4)
-    assert first == sharding.split(list(reversed(names)), stored, 4)
+    first = parts.split(names, stored, 4)
+    assert first == parts.split(list(reversed(names)), stored, 4)
     assert sorted(first) == sorted(names) and set(first.values()) == {1, 2, 3, 4}
 
 
 def test_a_case_and_its_ratio_partners_go_to_one_part():
     groups = {"t[a]": "t", "t[b]": "t", "t[c]": "t"}
-    part = sharding.split(["t[a]", "t[b]", "t[c]", "u", "v"], {}, 2, groups)
+    part = parts.split(["t[a]", "t[b]", "t[c]", "u", "v"], {}, 2, groups)
     assert part["t[a]"] == part["t[b]"] == part["t[c]"] == 1 and part["u"] == part["v"] == 2
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from perfgate import store
 from perfgate.benchmark import Run
 from perfgate.report.common import matches as matches  # re-exported (cli.compare)
-from perfgate.store.baseline import candidates, key_folder
+from perfgate.store.baseline import candidates, key_folder, this_machine_key
 from perfgate.store.baseline import set_of as baseline_set_of  # noqa: F401 (cli.compare)
 
 PYTEST_BENCHMARK_STORAGE = Path(".benchmarks")  # its default --benchmark-storage, <machine id>/
@@ -34,7 +34,7 @@ class Hardware:
         if self.storage is not None:
             return self.storage
         if self._key is None:
-            self._key = this_hardware_key()
+            self._key = this_machine_key()
         return key_folder(self.root, self._key)
 
     def resolve(self, argument: str) -> Run:
@@ -82,15 +82,3 @@ def default_store_root() -> Path:
     if not root.is_dir() and PYTEST_BENCHMARK_STORAGE.is_dir():
         return PYTEST_BENCHMARK_STORAGE.resolve()
     return root
-
-
-def this_hardware_key() -> str:
-    """This machine's hardware key: its GPU where torch sees one, else its CPU (imports torch
-    where installed, so only called when a key is needed)."""
-    from perfgate.measure.machine import hardware_key
-
-    try:
-        import torch
-    except ImportError:  # perfgate without its torch extra: a CPU key
-        return hardware_key(use_cuda=False)
-    return hardware_key(use_cuda=torch.cuda.is_available())

@@ -24,7 +24,7 @@ from perfgate.measure.mode import Mode
 from perfgate.options import Options
 from perfgate.session.baseline import FIRST_BASELINE, GATE_NOT_RUN, BaselineChoice
 from perfgate.session.declarations import declarations, test_name, uses_benchmark
-from perfgate.session.reruns import run_again, say
+from perfgate.session.reruns import count_launches, run_again, say
 from perfgate.session.saver import Saver
 from perfgate.session.sharding import ShardSelection
 from perfgate.verdict import summary
@@ -155,7 +155,7 @@ class GateSession:
     def count_launches(self, session: pytest.Session, current: Run, confirmation) -> Run:
         """``current`` with the launch counts of its wall-timed CUDA cases, judged again. After
         the re-runs: profiling leaves CUPTI attached, which would slow their timings."""
-        counts = launch_counts.count_cases(session, self.mode, set(current.benchmarks))
+        counts = count_launches(session, self.mode, set(current.benchmarks))
         if not counts:
             return current
         current = with_info(current, launch_counts.KEY, counts)

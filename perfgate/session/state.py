@@ -14,8 +14,10 @@ from dataclasses import dataclass
 
 import pytest
 
-import perfgate  # the types below by their whole names: plugin.start builds the state, and
-from perfgate import _pytest_benchmark  # this module imports nothing above it (gate, workers)
+# the types below by their whole names: plugin.start builds the state, and this module imports
+# nothing above it (gate, workers)
+import perfgate
+from perfgate import _pytest_benchmark, store
 from perfgate.fields import RUN_FORMAT, RunField
 
 
@@ -41,7 +43,9 @@ class SessionState:
         self.saver.session = session
         _pytest_benchmark.route_saving(self.config, self.saver)
         if self.choice.baseline is not None:
-            _pytest_benchmark.show_comparison_with(self.config, self.choice.baseline.path)
+            path = self.choice.baseline.path  # read once more: per-round data bounded
+            entries = store.comparison_entries(path)
+            _pytest_benchmark.show_comparison_with(self.config, path, entries)
 
     def machine_info(self, use_cuda: bool) -> dict:
         """``machine_info["perfgate"]`` of the run."""
