@@ -110,6 +110,22 @@ def test_a_base_that_is_the_tree_under_test_is_refused_before_any_block(repo, tm
     assert worktrees(repo) == 1 and not (tmp_path / "ab-blocks").exists()
 
 
+def test_without_tests_the_blocks_run_the_projects_own_test_paths(repo, tmp_path):
+    """No --tests: pytest's testpaths of the project, never a folder perfgate knows by name."""
+    git(repo, "mv", "perf_tests", "bench")
+    (repo / "perf_tests").mkdir()  # a folder of that name, not the project's benchmarks
+    (repo / "perf_tests" / "test_not_here.py").write_text("def test_x():\n    assert False\n")
+    (repo / "pytest.ini").write_text("[pytest]\ntestpaths = bench\n")
+    commit(repo, "benchmarks in bench/, as the project's testpaths say")
+    (repo / "README").write_text("no change to the cost")
+    commit(repo, "docs only")
+    out_file = tmp_path / "ab.json"
+    status, out, err = perfgate("ab", "HEAD~1", "--blocks", "3", "--rounds-per-block", "8",
+                                "--out", str(out_file), "--", AB_CLOCK)  # fmt: skip
+    assert status == 0, out + err
+    assert [name.split("::")[0] for name in results(out_file)] == ["bench/test_work.py"]
+
+
 def test_two_blocks_five_times_slower_is_a_regression_without_a_test(repo, tmp_path):
     # issue 20: 2 block pairs cannot reach a t-test, and 5x slower was called unchanged
     (repo / "cost.txt").write_text("0.005")

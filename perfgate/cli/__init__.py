@@ -33,19 +33,19 @@ INTERRUPTED = 130  # exit status after Ctrl-C or SIGTERM (128 + SIGINT, as shell
 EXAMPLES = {
     "compare": """\
   perfgate compare                          # the newest two runs of this hardware
-  perfgate compare 0003 0004 --filter sdpa  # runs 3 and 4, attention benchmarks only
+  perfgate compare 0003 0004 --filter attn  # runs 3 and 4, attention benchmarks only
   perfgate compare old.json new.json --markdown > compare.md""",
     "history": """\
-  perfgate history 'test_attention[cuda-32x8x128x64-flash-fp16]'
-  perfgate history 'test_dequantize*triton-32]' --hardware NVIDIA-H100-80GB-HBM3 --out plots/""",
+  perfgate history 'test_attention[cuda-fp16]'
+  perfgate history 'test_matmul*-32]' --hardware NVIDIA-H100-80GB-HBM3 --out plots/""",
     "report": """\
   perfgate report                           # the newest run of this hardware
   perfgate report baselines/NVIDIA-H100-80GB-HBM3/*/0002_h100-full-graph-copy.json \\
       baselines/AMD-EPYC-2cores/*/0006_cpu-default.json --out docs/report""",
     "profile": """\
-  perfgate profile 'perf_tests/test_sdpa.py::test_attention[cpu-32x8x128x64-naive-fp32]'
-  perfgate profile 'perf_tests/test_sdpa.py::test_attention[cuda-32x8x128x64-flash-fp16]' \\
-      --out prof/ -- --device cuda     # arguments after -- go to pytest""",
+  perfgate profile 'tests/test_attention.py::test_attention[cpu-fp32]'
+  perfgate profile 'tests/test_attention.py::test_attention[cuda-fp16]' \\
+      --out prof/ -- -p no:randomly    # arguments after -- go to pytest""",
 }
 
 
@@ -67,8 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--hardware", metavar="KEY", help="hardware folder (default: this one)")
     parser = argparse.ArgumentParser(
         prog="perfgate",
-        description="Triage pytest-benchmark runs of the perfgate suite. RUN is a JSON file, or "
-        "a run number or name fragment in baselines/<hardware key>/.",
+        description="Triage the pytest-benchmark runs of a project. RUN is a JSON file, or a "
+        "run number or name fragment in <baseline root>/<hardware key>/.",
         epilog="examples:\n" + "\n".join(EXAMPLES.values()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -207,15 +207,15 @@ def _has_matplotlib() -> bool:
 
 
 def _report(args, hardware: Hardware, out, err, argv: Sequence[str]) -> int:
-    from perfgate.report import write_report
+    from perfgate.report import answers, write_report
 
     print("reading runs...", file=err, flush=True)
     runs = [hardware.resolve(a) for a in args.runs] if args.runs else hardware.newest(1)
-    if not any(name.startswith("perf_tests/") for run in runs for name in run.benchmarks):
+    if not answers(runs):
         raise CommandError(
-            "perfgate report writes this repository's lab report (the torch.compile, SDPA and "
-            f"MXINT8 cases of its perf_tests/), and {runs[0].path} has none of them; for any "
-            "project's runs use perfgate compare or perfgate history"
+            "perfgate report writes this repository's lab report (its torch.compile, SDPA and "
+            f"MXINT8 cases), and {runs[0].path} has none of them; for any project's runs use "
+            "perfgate compare or perfgate history"
         )
     command = shlex.join(["perfgate", *argv])
     path, pngs = write_report(runs, args.out, not args.no_plots, err, command)

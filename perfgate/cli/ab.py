@@ -27,12 +27,10 @@ GATED_NOTHING, INCOMPLETE, INTERRUPTED = 6, 75, 130
 OUT = Path("perfgate-results") / "ab.json"
 
 
-def test_paths(root: Path, tests: list[str] | None) -> list[str]:
-    """The test paths a block runs: --tests, else this repository's perf_tests/ where the tree
-    has one, else none (pytest's own testpaths or the current folder)."""
-    if tests:
-        return list(tests)
-    return ["perf_tests"] if (root / "perf_tests").is_dir() else []
+def test_paths(tests: list[str] | None) -> list[str]:
+    """The test paths a block runs: --tests, else none (the project's own: pytest's testpaths,
+    or the current folder)."""
+    return list(tests or [])
 
 
 def time_limit(text: str | None) -> float | None:
@@ -65,7 +63,7 @@ def options_from(args, pytest_args: list[str]) -> compare.AbOptions:
         thresholds = parse_thresholds(args.threshold)
     except ValueError as error:
         raise CommandError(f"--threshold: {error}") from None
-    selection = test_paths(Path.cwd(), args.tests)
+    selection = test_paths(args.tests)
     selection += ["-k", args.expression] if args.expression else []
     return compare.AbOptions(
         args.base_ref, selection, args.blocks, 0, args.rounds_per_block, pytest_args,
@@ -120,9 +118,12 @@ def add_parser(commands, parents: Sequence = ()) -> None:
                 "[--rounds-per-block N] [--threshold [NAME=]FRACTION] [--out FILE] [--gpus G] "
                 "[--time-limit T] [--resume] BASE_REF [-- PYTEST_ARG ...]")  # fmt: skip
     ab.add_argument("base_ref", metavar="BASE_REF", help="commit or branch to compare with (A)")
-    ab.add_argument("--tests", nargs="+", metavar="PATH",
-                    help="test paths to run (default: perf_tests/ where the tree has one, else "
-                    "pytest's testpaths)")  # fmt: skip
+    ab.add_argument(
+        "--tests",
+        nargs="+",
+        metavar="PATH",
+        help="test paths to run (default: the project's, its pytest testpaths)",
+    )
     ab.add_argument("-k", dest="expression", metavar="EXPR", help="pytest -k selection")
     ab.add_argument("--blocks", type=int, default=5, metavar="B",
                     help="block pairs (default: %(default)s)")  # fmt: skip

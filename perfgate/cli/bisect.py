@@ -86,7 +86,7 @@ def add_bisect_parser(commands, formatter) -> None:
     parser.add_argument("good", metavar="GOOD", help="a commit where the case was fast")
     parser.add_argument("bad", metavar="BAD", help="a later commit where it is slow")
     parser.add_argument("-k", dest="case", required=True, metavar="CASE", help="pytest -k")
-    parser.add_argument("--tests", default="perf_tests", help="test path (default: %(default)s)")
+    parser.add_argument("--tests", help="test path (default: the project's, its pytest testpaths)")
     parser.add_argument(
         "--threshold",
         type=_fraction,
@@ -141,9 +141,11 @@ def _bisect(args, extra, repo: Path, scratch: Path, out, err) -> int:
     git(["worktree", "add", "--detach", str(good_checkout), good], repo)
     git(["worktree", "add", "--detach", str(checkout), bad], repo)
     options = [
-        "--good-json", str(folder / "good.json"), "--log", str(log), "--tests", args.tests,
+        "--good-json", str(folder / "good.json"), "--log", str(log),
         "-k", args.case, "--alpha", str(args.alpha), "--good-checkout", str(good_checkout),
     ]  # fmt: skip
+    if args.tests:
+        options += ["--tests", args.tests]
     if args.threshold is not None:
         options += ["--threshold", f"{args.threshold * 100:.15g}%"]  # 150 % stays 150 %
     print(f"measuring GOOD {good[:10]} in {good_checkout}...", file=err, flush=True)

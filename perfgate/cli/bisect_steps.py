@@ -40,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="perfgate-bisect-step")
     parser.add_argument("--good-json", type=Path, required=True)
     parser.add_argument("--log", type=Path, required=True)
-    parser.add_argument("--tests", required=True)
+    parser.add_argument("--tests", default=None)  # None: the project's testpaths
     parser.add_argument("-k", dest="case", required=True)
     parser.add_argument("--threshold", type=parse_fraction, default=None)
     parser.add_argument("--alpha", type=float, required=True)
@@ -53,7 +53,8 @@ def _measure(args, stem: str, extra: list[str], cwd: Path) -> tuple[Path | None,
     """Run the case with pytest in ``cwd``: (its benchmark JSON, '') or (None, why not)."""
     folder = args.good_json.parent
     result, log = folder / f"{stem}.json", folder / f"{stem}.log"
-    command = [sys.executable, "-m", "pytest", args.tests, "-k", args.case, "-q",
+    tests = [args.tests] if args.tests else []
+    command = [sys.executable, "-m", "pytest", *tests, "-k", args.case, "-q",
                "-p", "no:cacheprovider", "--benchmark-enable", f"--benchmark-json={result}",
                *extra]  # fmt: skip
     # pytest-benchmark disables itself inside an xdist worker, which it tells by this variable

@@ -40,9 +40,12 @@ def add_parser(commands, fraction) -> None:
                          help="skip the stored comparison; read DIR/gate.json")  # fmt: skip
     nightly.add_argument("--base-ref", metavar="REF", help="A's commit (default: the baseline's)")
     nightly.add_argument("--baseline", metavar="RUN", help="baseline run file")
-    nightly.add_argument("--tests", nargs="+", metavar="PATH",
-                         help="test paths (default: perf_tests/ where the tree has one, else "
-                         "pytest's testpaths)")  # fmt: skip
+    nightly.add_argument(
+        "--tests",
+        nargs="+",
+        metavar="PATH",
+        help="test paths (default: the project's, its pytest testpaths)",
+    )
     nightly.add_argument("--screen", type=fraction, default=night.SCREEN, metavar="FRACTION",
                          help="stored change that sends a gated case to the A/B (1%%)")  # fmt: skip
     nightly.add_argument("--target", type=fraction, default=night.TARGET, metavar="FRACTION",
@@ -68,7 +71,7 @@ def options_from(args, pytest_args: list[str]) -> night.NightlyOptions:
     return night.NightlyOptions(
         args.results, args.confirm_only, args.resume, args.base_ref, args.baseline,
         gate_baseline, args.screen, args.target, args.blocks, args.more_blocks,
-        pytest_args, test_paths(Path.cwd(), args.tests), gpus.lanes(args.gpus),
+        pytest_args, test_paths(args.tests), gpus.lanes(args.gpus),
         time_limit(args.time_limit),
     )  # fmt: skip
 

@@ -15,6 +15,7 @@ TRACE_SUFFIX = ".trace.json"
 PYTEST_USAGE_ERROR = 4  # pytest's exit code for bad arguments, e.g. an unknown option
 PYTEST_NO_TESTS = 5  # pytest's exit code when nothing was collected
 NOTHING_PROFILED = 2  # the command's error status: pytest passed, but no case was profiled
+LIST_IDS = "list the ids with `pytest --collect-only -q`"
 
 
 def profile_argv(test_id: str, folder: Path, extra: Sequence[str] = ()) -> list[str]:
@@ -41,17 +42,16 @@ def _files(folder: Path) -> dict[Path, int]:
 
 def _no_profile_hint(returncode: int, folder: Path) -> str:
     if returncode == PYTEST_NO_TESTS:
-        return "no test matched TEST_ID; list the ids with `pytest perf_tests --collect-only -q`"
+        return f"no test matched TEST_ID; {LIST_IDS}"
     if returncode == PYTEST_USAGE_ERROR:
         return (
             "pytest found no test TEST_ID names, or rejected the arguments after -- (see its "
-            "output above); list the ids with `pytest perf_tests --collect-only -q`"
+            f"output above); {LIST_IDS}"
         )
     if returncode == 0:
         return (
             "the case ran, but only cases timed by perfgate.measure.timing (time_wall, "
-            "time_device, as this repository's perf_tests/ are) are profiled; perfgate profile "
-            "is for those"
+            "time_device) are profiled; perfgate profile is for those"
         )
     return f"nothing was written to {folder}; see the pytest output above"
 
@@ -74,8 +74,7 @@ def run_profile(
     err = err or sys.stderr
     folder = Path(folder)
     if problem := _id_problem(test_id):
-        print(f"perfgate profile: error: TEST_ID {test_id!r}: {problem}; list the ids with "
-              "`pytest perf_tests --collect-only -q`", file=err)  # fmt: skip
+        print(f"perfgate profile: error: TEST_ID {test_id!r}: {problem}; {LIST_IDS}", file=err)
         return 2
     folder.mkdir(parents=True, exist_ok=True)
     before = _files(folder)

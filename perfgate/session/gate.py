@@ -124,8 +124,8 @@ class GateSession:
         if not any(name in baseline for name in benchmarks):
             return (
                 f"none of the {len(benchmarks)} selected benchmarks is in the baseline "
-                f"{self.choice.baseline.path} ({len(baseline)} benchmarks): check -k/-m, "
-                "--device and --perf-tier, or record a baseline for this selection"
+                f"{self.choice.baseline.path} ({len(baseline)} benchmarks): check -k/-m, the "
+                "test paths and the project's own options, or record a baseline for this selection"
             )
         return None
 
