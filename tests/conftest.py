@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import BENCHMARK, mount, virtual_clock_project
+from helpers import BENCHMARK, cost_project, mount, virtual_clock_project
 
 # Triton reads TRITON_INTERPRET when @triton.jit decorates a kernel, that is when kernels.* is
 # imported, so it has to be set here, at conftest import time, before any test module loads.
@@ -54,6 +54,14 @@ def device(request: pytest.FixtureRequest) -> torch.device:
 @pytest.fixture
 def bench_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     return virtual_clock_project(pytester, monkeypatch, test_bench=BENCHMARK)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A git project whose cost per call a file sets (``helpers.cost_project``: ``perfgate ab``
+    and ``nightly`` run it); the cwd is its root."""
+    monkeypatch.chdir(cost_project(tmp_path / "repo"))
+    return tmp_path / "repo"
 
 
 @pytest.fixture

@@ -34,6 +34,18 @@ def perfgate(*args: str) -> tuple[int, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
+CHECKOUT = Path(__file__).resolve().parents[1]
+# a child pytest outside this checkout loads the plugin by name: nothing needs perfgate installed
+LOAD_PLUGIN = ("-p", "perfgate.plugin")
+
+
+def children_import_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Child processes started from now on import this checkout's perfgate (PYTHONPATH), whether
+    perfgate is installed or not."""
+    paths = [str(CHECKOUT), os.environ.get("PYTHONPATH", "")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path for path in paths if path))
+
+
 def error_line(err: str, command: str) -> str:
     """The one error line of ``err``; anything else there is a "reading ..." progress line."""
     lines = err.splitlines()
@@ -293,6 +305,40 @@ def mount(*arguments: str) -> bool:
 
 
 AB_CLOCK = "--benchmark-timer=virtual_clock.clock"
+# a git project's clock (AB_CLOCK): a call advances it by the cost in cost.txt, +-2 % unseeded
+# noise, so its blocks differ as real sessions do
+COST_CLOCK = """
+import random
+from pathlib import Path
+
+now = 0.0
+
+def clock():
+    return now
+
+def work():
+    global now
+    cost = float((Path(__file__).parent / "cost.txt").read_text())
+    now += cost * (0.98 + 0.04 * random.random())
+"""
+COST_BENCHMARK = """
+from virtual_clock import work
+
+def test_work(benchmark):
+    benchmark.pedantic(work, rounds=10, iterations=1, warmup_rounds=0)
+"""
+
+
+def cost_project(root: Path) -> Path:
+    """A git repository at ``root`` whose first commit costs 1 ms per call (``COST_CLOCK``)."""
+    (root / "perf_tests").mkdir(parents=True)
+    (root / "virtual_clock.py").write_text(COST_CLOCK)
+    (root / "perf_tests" / "test_work.py").write_text(COST_BENCHMARK)
+    (root / "cost.txt").write_text("0.001")
+    git(root, "init", "-q")
+    git(root, "commit", "-q", "--allow-empty", "-m", "0")
+    commit(root, "base")
+    return root
 
 
 def commit(root: Path, message: str) -> None:

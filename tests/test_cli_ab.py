@@ -7,59 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import AB_CLOCK, commit, error_line, git, perfgate, worktrees
+from helpers import AB_CLOCK, COST_CLOCK, commit, error_line, git, perfgate, worktrees
 
 from perfgate.ab import blocks
 from perfgate.verdict.paired import compare_paired_blocks
-
-# pytest-benchmark reads this clock (--benchmark-timer); a call advances it by the cost in
-# cost.txt, +-2 % unseeded noise, so blocks differ as real sessions do.
-VIRTUAL_CLOCK = """
-import random
-from pathlib import Path
-
-now = 0.0
-
-def clock():
-    return now
-
-def work():
-    global now
-    cost = float((Path(__file__).parent / "cost.txt").read_text())
-    now += cost * (0.98 + 0.04 * random.random())
-"""
-BENCHMARK = """
-from virtual_clock import work
-
-def test_work(benchmark):
-    benchmark.pedantic(work, rounds=10, iterations=1, warmup_rounds=0)
-"""
-
-
-@pytest.fixture
-def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A git repository whose first commit costs 1 ms per call; the cwd is its root."""
-    root = tmp_path / "repo"
-    (root / "perf_tests").mkdir(parents=True)
-    (root / "virtual_clock.py").write_text(VIRTUAL_CLOCK)
-    (root / "perf_tests" / "test_work.py").write_text(BENCHMARK)
-    (root / "cost.txt").write_text("0.001")
-    git(root, "init", "-q")
-    git(
-        root,
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@t",
-        "commit",
-        "-q",
-        "--allow-empty",
-        "-m",
-        "0",
-    )
-    commit(root, "base")
-    monkeypatch.chdir(root)
-    return root
 
 
 def last_error(err: str) -> str:
@@ -331,7 +282,7 @@ def pytest_sessionstart(session):
     sessions = int(counter.read_text()) + 1 if counter.exists() else 0
     counter.write_text(str(sessions))
 """
-DRIFTING_CLOCK = VIRTUAL_CLOCK.replace(
+DRIFTING_CLOCK = COST_CLOCK.replace(
     "now += cost",
     "now += 1.04 ** int(Path(os.environ['PERFGATE_TEST_SESSIONS']).read_text()) * cost",
 ).replace("import random", "import os, random")

@@ -4,19 +4,10 @@ at the end of a long run."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
-from helpers import assert_one_line, run
-
-from perfgate.cli import main
-
-
-def perfgate(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    status = main(list(args), out=out, err=err)
-    return status, out.getvalue(), err.getvalue()
+from helpers import assert_one_line, perfgate, run
 
 
 @pytest.fixture

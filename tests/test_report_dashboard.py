@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -10,10 +9,9 @@ import shutil
 import sys
 
 import pytest
-from helpers import FLAT, STEPPED, write_history
+from helpers import FLAT, STEPPED, perfgate, write_history
 from helpers import HISTORY_KEY as KEY
 
-from perfgate.cli import main
 from perfgate.format import markdown
 from perfgate.report.dashboard import page_path
 
@@ -24,12 +22,6 @@ pytest.importorskip(
 
 STEPPED_PAGE = page_path(KEY, f"perf_tests/test_synthetic.py::{STEPPED}")
 FLAT_PAGE = page_path(KEY, f"perf_tests/test_synthetic.py::{FLAT}")
-
-
-def perfgate(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    status = main(list(args), out=out, err=err)
-    return status, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture
