@@ -37,7 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not options.asked(config):
         return
     if not hasattr(config.option, "benchmark_storage"):  # -p no:benchmark
-        if config.getoption("--perf-gate"):
+        if options.read(config).gate:
             pytest.exit(
                 "perfgate gate cannot run: pytest-benchmark is not loaded (-p no:benchmark); "
                 "run the gate without it",
@@ -213,10 +213,11 @@ def start(config: pytest.Config, use_cuda: bool):
     baseline: a missing one costs a second, not a GPU run); the state, kept in the stash."""
     from perfgate.measure import machine, nvml
     from perfgate.measure import mode as measure_mode
-    from perfgate.session import baseline, gate, instruction_cases, outputs, sharding, workers
+    from perfgate.session import baseline, instruction_cases, outputs, sharding, workers
     from perfgate.session.interrupts import Interrupts
     from perfgate.session.saver import Saver
     from perfgate.session.state import KEY, SessionState
+    from perfgate.verdict.thresholds import parse_thresholds
 
     options.check_given_apart(config)  # `--perf-baselines DIR` moved pytest's rootdir
     times_here = workers.times_here(config)  # asked before a worker turns its saving off
@@ -234,10 +235,10 @@ def start(config: pytest.Config, use_cuda: bool):
     outputs.check_session_outputs(config, read)
     interrupts = Interrupts(config)
     interrupts.start()
-    thresholds = gate.thresholds_from(config) if read.gate else None  # usage errors first
+    thresholds = parse_thresholds(read.thresholds) if read.gate else None
     instruction_cases.check(read)
     key = instruction_cases.storage_key(read) or machine.hardware_key(use_cuda)
-    choice = baseline.choose(config, key, read.gate)
+    choice = baseline.choose(config, key, read)
     saver = Saver(config, choice, key)
     shard = sharding.selection(read.shard, choice.key_folder)  # a usage error for a bad value
     state = SessionState(config, read, key, choice, saver, mode, clocks, shard, worker, controller,

@@ -46,6 +46,20 @@ def children_import_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path for path in paths if path))
 
 
+def refused_at_the_door(capsys: pytest.CaptureFixture, *args: str) -> str:
+    """The error line of a command line its parser refuses (an option's type): exit 2, the
+    command's usage, then ``perfgate NAME: error: argument ...``; nothing runs."""
+    from perfgate.cli import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(list(args))
+    assert stopped.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0].startswith("usage: perfgate") and "Traceback" not in "\n".join(lines), lines
+    assert lines[-1].startswith(f"perfgate {args[0]}: error: argument "), lines
+    return lines[-1]
+
+
 def error_line(err: str, command: str) -> str:
     """The one error line of ``err``; anything else there is a "reading ..." progress line."""
     lines = err.splitlines()

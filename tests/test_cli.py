@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 from helpers import error_line, perfgate
 
-from perfgate.cli import main, profile
+from perfgate.cli import COMMANDS, main, profile
 from perfgate.format import markdown
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -196,7 +196,7 @@ def test_missing_matplotlib_is_a_clear_error(tmp_path, monkeypatch):
 
 
 # --- help and entry points ---------------------------------------------------------------------
-@pytest.mark.parametrize("command", ["compare", "history", "report", "profile"])
+@pytest.mark.parametrize("command", [command.name for command in COMMANDS])
 def test_every_command_has_help_with_an_example(command, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([command, "--help"])
@@ -280,7 +280,7 @@ def test_profile_returns_pytest_status_and_explains_an_empty_result(tmp_path, pr
     )
     assert status == 5
     assert "no tests ran" in out and "Chrome trace" not in out
-    assert "perfgate: no profile written: no test matched TEST_ID" in err
+    assert "perfgate profile: error: no profile written: no test matched TEST_ID" in err
 
 
 def test_profile_that_writes_nothing_from_a_passing_run_fails_and_says_why(tmp_path, profiled):

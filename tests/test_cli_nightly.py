@@ -16,6 +16,7 @@ from helpers import (
     error_line,
     git,
     perfgate,
+    refused_at_the_door,
     rounds_at,
     worktrees,
 )
@@ -233,10 +234,9 @@ def test_screen_and_target_given_in_percent_send_every_gated_case_to_the_ab(repo
     assert case["decided_by"] == "A/B" and case["why_ab"].startswith("stored comparison +0.3%")
 
 
-def test_more_blocks_below_zero_is_one_line(repo, tmp_path):
-    write_gate(tmp_path / "results", row())
-    status, _, err = nightly(tmp_path / "results", "--more-blocks", "-1")
-    assert status == 2 and "--more-blocks -1: 0 or more" in error_line(err, "nightly")
+def test_more_blocks_below_zero_is_refused_before_anything_runs(repo, tmp_path, capsys):
+    line = refused_at_the_door(capsys, "nightly", "--confirm-only", "--more-blocks", "-1")
+    assert "argument --more-blocks: '-1': give a whole number, 0 or more" in line
 
 
 def test_the_ab_runs_more_blocks_only_for_the_cases_it_left_undecided():

@@ -36,7 +36,9 @@ NEVER = {
     # thin: reads through the store, judges through the verdict, shows through the report
     "cli": ("perfgate.measure", "perfgate.session", "perfgate.plugin"),
     "plugin.py": ("perfgate.cli", "perfgate.ab"),
-    "options.py": ("perfgate",),  # pytest only: an unasked session pays for nothing else
+    # its types parse a threshold given with the verdict's parser; nothing else of perfgate
+    "options.py": tuple(stage for stage in STAGES if stage != "perfgate.verdict"),
+    "arguments.py": tuple(stage for stage in STAGES if stage != "perfgate.verdict"),
     "hookspec.py": ("perfgate",),
     "_pytest_benchmark.py": STAGES,  # pytest-benchmark's internals, for measure and session
     "__init__.py": STAGES,
@@ -44,6 +46,9 @@ NEVER = {
 }  # fmt: skip
 # modules run by path in a child process, never imported: only the standard library and pytest
 STANDALONE = {"ab/server.py"}
+# imported by every pytest session, asked or not: nothing of perfgate when it is imported
+# (a light module -> the modules of perfgate it may import when imported, themselves light)
+LIGHT_MODULES = {"options.py": {"perfgate.arguments"}, "arguments.py": set()}
 HOOK_MODULES = {"plugin.py"}  # hookspec.py declares a hook for projects; it implements none
 SPEC_MODULES = {"hookspec.py"}
 
@@ -94,6 +99,30 @@ def import_breaches(package: Path) -> list[str]:
     return breaches
 
 
+def _eager(tree: ast.Module) -> ast.Module:
+    """The statements that run when the module is imported: not functions, classes or
+    ``if TYPE_CHECKING:`` blocks."""
+    kept = [
+        node
+        for node in tree.body
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.Try))
+        or (isinstance(node, ast.If) and getattr(node.test, "id", None) != "TYPE_CHECKING")
+    ]
+    return ast.Module(body=kept, type_ignores=[])
+
+
+def eager_breaches(package: Path) -> list[str]:
+    breaches = []
+    for path, tree in _modules(package):
+        if path.parent == package and path.name in LIGHT_MODULES:
+            allowed = LIGHT_MODULES[path.name]
+            names = imported(path, _eager(tree), package)
+            names = {n for n in names if not any(n == a or n.startswith(a + ".") for a in allowed)}
+            breaches += [f"{path.name} imports {name} when imported" for name in sorted(names)
+                         if name == "perfgate" or name.startswith("perfgate.")]  # fmt: skip
+    return breaches
+
+
 def hook_breaches(package: Path) -> list[str]:
     breaches = []
     for path, tree in _modules(package):
@@ -132,7 +161,7 @@ def standalone_breaches(package: Path) -> list[str]:
     return breaches
 
 
-RULES = (import_breaches, hook_breaches, size_breaches, standalone_breaches)
+RULES = (import_breaches, eager_breaches, hook_breaches, size_breaches, standalone_breaches)
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.__name__)
@@ -171,7 +200,7 @@ def _package(tmp_path: Path, files: dict[str, str]) -> Path:
         ({"cli/ab.py": "from perfgate.session.gate import ab_hint\n"}, "perfgate.session"),
         ({"cli/compare.py": "from perfgate import plugin\n"}, "perfgate.plugin"),
         ({"plugin.py": "from perfgate.cli import main\n"}, "plugin.py imports perfgate.cli"),
-        ({"options.py": "from perfgate.verdict import thresholds\n"}, "options.py imports"),
+        ({"options.py": "def f():\n    from perfgate.store import x\n"}, "options.py imports"),
         ({"hookspec.py": "import perfgate.fields\n"}, "hookspec.py imports perfgate.fields"),
         ({"_pytest_benchmark.py": "from perfgate import store\n"}, "perfgate.store"),
         ({"__init__.py": "from perfgate.cli import main\n"}, "__init__.py imports perfgate.cli"),
@@ -223,6 +252,28 @@ def test_a_block_process_module_importing_perfgate_is_caught(tmp_path):
         "ab/server.py imports perfgate",
         "ab/server.py imports perfgate.store",
     ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "from perfgate.verdict.thresholds import parse_fraction\n",
+        "try:\n    import perfgate.fields\nexcept ImportError:\n    pass\n",
+        "from perfgate import options\n",
+        "from perfgate.arguments import add_count\nfrom perfgate.fields import Field\n",
+    ],
+)
+def test_a_light_module_importing_perfgate_when_imported_is_caught(tmp_path, text):
+    found = eager_breaches(_package(tmp_path, {"options.py": text}))
+    assert found and all(line.startswith("options.py imports perfgate") for line in found)
+
+
+def test_a_light_module_may_import_perfgate_where_it_is_used(tmp_path):
+    lazy = (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from perfgate import x\n"
+        "def f():\n    from perfgate.verdict import thresholds\n"
+    )
+    assert eager_breaches(_package(tmp_path, {"options.py": lazy})) == []
 
 
 def test_a_long_module_is_caught(tmp_path):

@@ -125,7 +125,9 @@ def test_a_merged_run_saved_into_the_store_is_the_gates_baseline(cases_project):
             ).ret
             == 0
         )
-    status, out, _ = perfgate("merge", "s1.json", "s2.json", "--save", "merged")
+    status, out, _ = perfgate(
+        "merge", "s1.json", "s2.json", "--save", "merged", "--baselines", "baselines"
+    )
     assert status == 0 and "0001_merged.json (5 cases)" in out
     result = run_cases(cases_project, "--perf-gate")
     assert result.ret == 0, result.stdout.str()
@@ -230,8 +232,8 @@ def test_a_merged_run_keeps_at_most_the_rounds_a_saved_run_keeps(tmp_path, monke
         run = shard_run(index, 2, [f"c{index}"])
         run["benchmarks"][0]["stats"]["data"] = [1.0 + i * 1e-6 for i in range(KEPT_ROUNDS * 3)]
         (tmp_path / f"s{index}.json").write_text(json.dumps(run))
-    status, _, err = perfgate("merge", "s1.json", "s2.json", "--out", "m.json", "--save",
-                              "m")  # fmt: skip
+    status, _, err = perfgate("merge", "s1.json", "s2.json", "--out", "m.json", "--save", "m",
+                              "--baselines", "baselines")  # fmt: skip
     assert status == 0, err
     for path in [tmp_path / "m.json", *tmp_path.glob("baselines/KEY/*/0001_m.json")]:
         stats = [b["stats"] for b in json.loads(path.read_text())["benchmarks"]]
