@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 from helpers import BENCHMARK, cost_project, mount, virtual_clock_project
+from workflows import actionlint_runner
 
 # Triton reads TRITON_INTERPRET when @triton.jit decorates a kernel, that is when kernels.* is
 # imported, so it has to be set here, at conftest import time, before any test module loads.
@@ -62,6 +63,12 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     and ``nightly`` run it); the cwd is its root."""
     monkeypatch.chdir(cost_project(tmp_path / "repo"))
     return tmp_path / "repo"
+
+
+@pytest.fixture(scope="session")
+def actionlint(tmp_path_factory: pytest.TempPathFactory):
+    """Lints a workflow file with the actionlint build tox -e lint pins (``workflows``)."""
+    return actionlint_runner(tmp_path_factory)
 
 
 @pytest.fixture
