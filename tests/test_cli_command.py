@@ -10,9 +10,11 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import commit, git, perfgate, refused_at_the_door
+from helpers import commit, perfgate, refused_at_the_door
 
 from perfgate import arguments
+from perfgate.ab import AbError
+from perfgate.ab.children import environment, git
 from perfgate.cli import COMMANDS, build_parser, children, project
 from perfgate.cli.command import Command
 from perfgate.cli.guard import CommandError
@@ -124,26 +126,26 @@ def test_pytest_ini_is_the_ini_file_even_without_a_section(tmp_path, monkeypatch
 
 # --- git and pytest as children ----------------------------------------------------------------
 def test_a_failing_git_command_is_one_line_naming_it(tmp_path):
-    with pytest.raises(CommandError, match=r"^git rev-parse failed: fatal: .*not a git repo"):
-        children.git(tmp_path, "rev-parse", "--show-toplevel")
+    with pytest.raises(AbError, match=r"^git rev-parse --show-toplevel failed: fatal: .*not a git"):
+        git(tmp_path, "rev-parse", "--show-toplevel")
 
 
-def test_a_worktree_is_removed_on_the_way_out_of_an_error(tmp_path):
+def test_a_worktree_added_is_removed_and_git_forgets_it(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q")
     (repo / "README").write_text("a file to commit\n")
     commit(repo, "first")
     head = children.commit_of(repo, "HEAD")
-    with pytest.raises(RuntimeError), children.worktree(repo, head, "perfgate-test-") as tree:
-        assert children.git(tree, "rev-parse", "HEAD") == head
-        raise RuntimeError("a block failed")
-    assert not tree.exists() and git(repo, "worktree", "list").count("\n") == 1
+    tree = children.add_worktree(repo, tmp_path / "tree", head)
+    assert git(tree, "rev-parse", "HEAD") == head
+    assert children.remove_worktree(repo, tree)
+    assert not tree.exists() and git(repo, "worktree", "list").count("\n") == 0
     assert children.commit_of(repo, "no-such-ref") is None
 
 
 def test_a_child_pytest_is_never_an_xdist_worker(monkeypatch, tmp_path):
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
-    env = children.environment(tmp_path)
+    env = environment(tmp_path)
     assert "PYTEST_XDIST_WORKER" not in env
     assert env["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path)  # the tree under test first

@@ -25,6 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from perfgate.ab.children import git, git_succeeds
 from perfgate.cli import children
 from perfgate.cli.bisect_steps import (
     SKIP,
@@ -87,7 +88,7 @@ def _prepare(args, repo: Path) -> tuple[str, str, Path]:
     good, bad = _commit(args.good, repo), _commit(args.bad, repo)
     if good == bad:
         raise BisectError("GOOD and BAD are the same commit; name an older GOOD")
-    if not children.git_succeeds(repo, "merge-base", "--is-ancestor", good, bad):
+    if not git_succeeds(repo, "merge-base", "--is-ancestor", good, bad):
         raise BisectError(f"GOOD {args.good} is not an ancestor of BAD {args.bad}; swap them?")
     return good, bad, _new_folder(args.out / time.strftime("%Y%m%d-%H%M%S"))
 
@@ -127,16 +128,16 @@ def _bisect(args, extra, repo: Path, scratch: Path, out, err) -> int:
         why = "cannot be shown slower than" if found == SKIP else "is not slower than"
         out.write(f"BAD {args.bad} {why} GOOD {args.good} (see the table): nothing to bisect\n")
         return 1
-    children.git(checkout, "bisect", "start", bad, good)
+    git(checkout, "bisect", "start", bad, good)
     step = [sys.executable, "-c", STEP_CODE, *options, "--", *extra]
-    commits = int(children.git(repo, "rev-list", "--count", f"{good}..{bad}"))
+    commits = int(git(repo, "rev-list", "--count", f"{good}..{bad}"))
     transcript = _bisect_run(step, checkout, commits, err)
     (folder / "git-bisect.log").write_text(transcript)
     out.write(log_table(log))
     if "is the first bad commit" not in transcript:
         raise BisectError(f"git bisect named no single commit; see {folder}/git-bisect.log")
-    first = children.git(checkout, "rev-parse", "refs/bisect/bad")
-    subject = children.git(checkout, "log", "-1", "--format=%h %s", first)
+    first = git(checkout, "rev-parse", "refs/bisect/bad")
+    subject = git(checkout, "log", "-1", "--format=%h %s", first)
     out.write(f"\nfirst bad commit: {first}\n  {subject}\n")
     out.write(regression_of(log, first) + f"\nlog: {log}\n")
     return 0
@@ -161,7 +162,7 @@ def run_bisect(args: argparse.Namespace, extra: list[str], out, err) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="perfgate-bisect-"))
     repo = None
     try:
-        repo = Path(children.git(Path.cwd(), "rev-parse", "--show-toplevel"))
+        repo = Path(git(Path.cwd(), "rev-parse", "--show-toplevel"))
         return _bisect(args, extra, repo, scratch, out, err)
     except KeyboardInterrupt:
         print("perfgate bisect: interrupted; the repository is left as it was", file=err)
@@ -174,7 +175,7 @@ def run_bisect(args: argparse.Namespace, extra: list[str], out, err) -> int:
 
 
 def _remove_worktree(repo: Path, checkout: Path, err) -> None:
-    children.git_succeeds(checkout, "bisect", "reset")
+    git_succeeds(checkout, "bisect", "reset")
     if not children.remove_worktree(repo, checkout):
         print(f"perfgate bisect: could not remove the worktree {checkout}; run "
               "`git worktree prune` once it is gone", file=err)  # fmt: skip

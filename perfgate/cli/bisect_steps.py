@@ -10,6 +10,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from perfgate.ab.children import git
 from perfgate.arguments import add_alpha, add_fraction, add_test_paths
 from perfgate.cli import children
 from perfgate.cli.guard import CommandError
@@ -120,8 +121,8 @@ def step_main(argv: list[str], cwd: Path | None = None) -> int:
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     args = _parser().parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     try:
-        commit = children.git(cwd, "rev-parse", "HEAD")
-        entry = {"commit": commit, "subject": children.git(cwd, "log", "-1", "--format=%s")}
+        commit = git(cwd, "rev-parse", "HEAD")
+        entry = {"commit": commit, "subject": git(cwd, "log", "-1", "--format=%s")}
         stem = "good" if args.measure_good else commit[:12]
         result, why = _measure(args, stem, extra, cwd)
         if result is None:

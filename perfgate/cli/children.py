@@ -1,66 +1,25 @@
-"""The child processes the commands start, in one place: git (``git``, ``worktree``) and pytest
-(``pytest`` builds its command line, ``run`` and ``stream`` run it). A child pytest is a session
-of its own, never taken for an xdist worker (pytest-benchmark turns itself off in one), and tests
-the tree it is given where one is.
-
-A git command that fails is a ``CommandError`` with git's own last line (exit 2)."""
+"""The child processes of the commands beyond the A/B's: a pytest command line (``pytest``), run
+with its output in a log or streamed (``run``, ``stream``); and, on git as ``perfgate.ab.children``
+runs it (one ``git``, one child ``environment`` for both), a commit named or not, a worktree added
+and removed, and a long run's transcript. A child pytest is a session of its own, never taken for
+an xdist worker (pytest-benchmark turns itself off in one)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
-from perfgate.cli.guard import CommandError
-
-
-def git(cwd: Path, *arguments: str) -> str:
-    """Standard output of ``git ARGUMENTS`` in ``cwd``, stripped; CommandError naming the git
-    command and its last line of output when it fails."""
-    done = subprocess.run(["git", *arguments], cwd=cwd, capture_output=True, text=True)
-    if done.returncode != 0:
-        lines = (done.stderr or done.stdout).strip().splitlines()
-        raise CommandError(f"git {arguments[0]} failed: {lines[-1] if lines else 'no output'}")
-    return done.stdout.strip()
-
-
-def git_transcript(cwd: Path, *arguments: str, on_line=None) -> str:
-    """What ``git ARGUMENTS`` printed (output and errors), however it exited, each line given
-    to ``on_line`` as it comes: for a long run (``bisect run``) whose log tells what happened."""
-    lines = []
-    with subprocess.Popen(["git", *arguments], cwd=cwd, text=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT) as process:  # fmt: skip
-        for line in process.stdout:
-            lines.append(line)
-            if on_line is not None:
-                on_line(line)
-    return "".join(lines)
-
-
-def git_succeeds(cwd: Path, *arguments: str) -> bool:
-    """Whether ``git ARGUMENTS`` exits 0 (a question, e.g. ``merge-base --is-ancestor``, or a
-    cleanup that may find nothing to clean)."""
-    return subprocess.run(["git", *arguments], cwd=cwd, capture_output=True).returncode == 0
-
-
-def repository_root(cwd: Path, command: str) -> Path:
-    """The top folder of the git repository around ``cwd``; CommandError when there is none."""
-    try:
-        return Path(git(cwd, "rev-parse", "--show-toplevel"))
-    except CommandError:
-        raise CommandError(f"{cwd} is not inside a git repository; run {command} in one") from None
+from perfgate.ab import AbError
+from perfgate.ab.children import environment, git, git_succeeds
 
 
 def commit_of(root: Path, revision: str) -> str | None:
     """The full commit id ``revision`` names in ``root``; None when it names no commit."""
     try:
         return git(root, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}")
-    except CommandError:
+    except AbError:
         return None
 
 
@@ -77,30 +36,22 @@ def remove_worktree(root: Path, folder: Path) -> bool:
     return removed
 
 
-@contextmanager
-def worktree(root: Path, commit: str, prefix: str) -> Iterator[Path]:
-    """A detached worktree of ``commit`` in a new temporary folder, removed on the way out
-    (an error and Ctrl-C included)."""
-    folder = Path(tempfile.mkdtemp(prefix=prefix))
-    try:
-        yield add_worktree(root, folder / "tree", commit)
-    finally:
-        remove_worktree(root, folder / "tree")
-        shutil.rmtree(folder, ignore_errors=True)
+def git_transcript(cwd: Path, *arguments: str, on_line=None) -> str:
+    """What ``git ARGUMENTS`` printed (output and errors), however it exited, each line given
+    to ``on_line`` as it comes: for a long run (``bisect run``) whose log tells what happened."""
+    lines = []
+    with subprocess.Popen(["git", *arguments], cwd=cwd, text=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT) as process:  # fmt: skip
+        for line in process.stdout:
+            lines.append(line)
+            if on_line is not None:
+                on_line(line)
+    return "".join(lines)
 
 
 def pytest(*arguments: str) -> list[str]:
     """The command line of a child pytest with this Python."""
     return [sys.executable, "-m", "pytest", *arguments]
-
-
-def environment(tree: Path | None = None) -> dict[str, str]:
-    """This process's environment for a child pytest: no xdist worker's variables (the child is
-    a session of its own), and ``tree`` first on PYTHONPATH where given (its code is tested)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}
-    if tree is not None:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree), env.get("PYTHONPATH")) if p)
-    return env
 
 
 def run(command: Sequence[str], cwd: Path | None = None, log: Path | None = None,
