@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from perf_tests import options
-from perfgate.declarations import uses_benchmark
 from perfgate.measure import host_memory
 from perfgate.measure.timing import Budget, copy_bandwidth_gbps
+from perfgate.session.declarations import uses_benchmark
 
 TIERS = {
     # CI smoke: bodies run once under --benchmark-disable; if timed, very briefly

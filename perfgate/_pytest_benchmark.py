@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from perfgate.benchmark import Run, run_from_json
-from perfgate.fields import Field, kept
-from perfgate.store.writing import unserializable
+from perfgate.fields import Field, kept, unserializable
 
 DEFAULT_STORAGE = "file://./.benchmarks"  # pytest-benchmark's default --benchmark-storage
 
@@ -150,13 +149,11 @@ def machine_info(config: pytest.Config) -> dict:
     return _session(config).get_machine_info()
 
 
-def show_comparison_with(config: pytest.Config, path: Path) -> None:
-    """Let pytest-benchmark's own table and --benchmark-compare-fail compare with ``path``
-    (perfgate loads and checks baselines itself; pytest-benchmark is told to load nothing)."""
-    from perfgate import store
-
+def show_comparison_with(config: pytest.Config, path: Path, entries: list[dict]) -> None:
+    """Let pytest-benchmark's own table and --benchmark-compare-fail compare with the run at
+    ``path``, its benchmark ``entries`` as the store read them (perfgate loads and checks
+    baselines itself; pytest-benchmark is told to load nothing)."""
     session = _session(config)
-    entries = store.comparison_entries(path)  # the baseline's one read, per-round data bounded
     session.compare = str(path)
     try:  # pytest-benchmark names the compared run by its path inside the storage
         shown = Path(path).resolve().relative_to(Path(str(session.storage.path)))

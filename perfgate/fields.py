@@ -252,3 +252,9 @@ class Ratio:
 
     def as_json(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def unserializable(value: object) -> str:
+    """How pytest-benchmark writes a value JSON cannot hold (a function a test is parametrized
+    with), in a stored run and in a run sent between processes alike."""
+    return f"UNSERIALIZABLE[{value!r}]"

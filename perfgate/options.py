@@ -4,7 +4,11 @@ question the plugin asks first: did this session ask for perfgate at all?
 A session asks by giving any ``--perf-*`` option, or through its project's pytest configuration
 (``perfgate = true``; this repository's pyproject.toml sets it). Unasked, perfgate changes
 nothing: pytest-benchmark stores, compares and reports as if perfgate were not installed. This
-module imports nothing but pytest, so an unasked session pays for nothing else.
+module imports nothing but pytest and ``perfgate.arguments``, so an unasked session pays for
+nothing else (a threshold's type imports the verdict's parser when one is given).
+
+An option the command line shares (a threshold, the baseline root, a count) is declared once
+in ``perfgate.arguments``, for pytest and the commands alike, and checked at the door.
 """
 
 from __future__ import annotations
@@ -13,8 +17,14 @@ import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+from perfgate.arguments import add_baselines, add_count, add_thresholds
+
+if TYPE_CHECKING:
+    from perfgate.verdict.thresholds import ThresholdSpec  # the type of a threshold given
 
 GATE_REPORT = "perfgate-results/gate.md"
 DEFAULT_CALLGRIND_REPEATS = 3
@@ -71,14 +81,11 @@ def _add_gate(group) -> None:
         help="gate on the newest saved run (implies --benchmark-compare): fail on confirmed, "
         "significant regressions (exit 1); exit 6 when nothing could be gated",
     )
-    group.addoption(
+    add_thresholds(
+        group.addoption,
         "--perf-gate-threshold",
-        action="append",
-        default=[],
-        metavar="[NAME=]FRACTION",
-        help="slowdown that counts, as a fraction: 0.15 for every test, sdpa=0.2 for a family or "
-        "a test function (any case; repeatable; default: from each case's measured noise, "
-        "docs/reference/verdicts.md). A test's @pytest.mark.perfgate(threshold=...) wins",
+        "a test's @pytest.mark.perfgate(threshold=...), which wins, else from each case's "
+        "measured noise (docs/reference/verdicts.md)",
     )
     group.addoption(
         "--perf-gate-report",
@@ -89,13 +96,7 @@ def _add_gate(group) -> None:
 
 
 def _add_store(group) -> None:
-    group.addoption(
-        "--perf-baselines",
-        default=None,
-        metavar="DIR",
-        help="root of per-hardware baseline folders, DIR/<hardware key>/ (default: the ini "
-        "setting perfgate_baselines, else pytest-benchmark's storage)",
-    )
+    add_baselines(group.addoption, "--perf-baselines")
     group.addoption(
         "--perf-store-profiles",
         choices=("saved", "always", "never"),
@@ -115,21 +116,11 @@ def _add_measure(group) -> None:
         help="time: the timed cases (default); instructions: only the cases marked "
         "instructions, counted by callgrind (needs valgrind)",
     )
-    group.addoption(
-        "--perf-callgrind-repeats",
-        type=int,
-        default=DEFAULT_CALLGRIND_REPEATS,
-        metavar="N",
-        help=f"counted repeats per instruction-count case (default {DEFAULT_CALLGRIND_REPEATS})",
-    )
-    group.addoption(
-        "--perf-callgrind-layouts",
-        type=int,
-        default=DEFAULT_CALLGRIND_LAYOUTS,
-        metavar="N",
-        help="callgrind processes run at once, each with another heap layout; a case keeps the "
-        f"fewest instructions of them (default {DEFAULT_CALLGRIND_LAYOUTS})",
-    )
+    add_count(group.addoption, "--perf-callgrind-repeats", DEFAULT_CALLGRIND_REPEATS, 2,
+              "counted repeats per instruction-count case (2 or more: the spread)")  # fmt: skip
+    add_count(group.addoption, "--perf-callgrind-layouts", DEFAULT_CALLGRIND_LAYOUTS, 1,
+              "callgrind processes run at once, each with another heap layout; a case keeps "
+              "the fewest instructions of them")  # fmt: skip
     group.addoption(
         "--perf-profile",
         default=None,
@@ -160,7 +151,7 @@ class Options:
     """The ``--perf-*`` options of one session, read once (``read``) when it asked for perfgate."""
 
     gate: bool = False
-    thresholds: tuple[str, ...] = ()
+    thresholds: tuple[ThresholdSpec, ...] = ()  # checked at the door, as the user wrote them
     report: Path = Path(GATE_REPORT)
     measure: str = "time"
     callgrind_repeats: int = DEFAULT_CALLGRIND_REPEATS
@@ -170,6 +161,8 @@ class Options:
     lock_clocks: bool = False
     shard: str | None = None
     saves: bool = False  # --benchmark-save or --benchmark-autosave: the run is saved
+    baselines: Path | None = None  # --perf-baselines as given (resolved); None: not given
+    baselines_root: Path | None = None  # per-hardware folders' root; None: pytest-benchmark's
 
     @property
     def instructions(self) -> bool:
@@ -182,9 +175,10 @@ class Options:
 
 
 def read(config: pytest.Config) -> Options:
-    """This session's options; a usage error (one line) for values that cannot work."""
+    """This session's options (each value was checked where pytest parsed it)."""
     option = config.option
-    read = Options(
+    given = _real(Path(option.perf_baselines).expanduser()) if option.perf_baselines else None
+    return Options(
         gate=bool(option.perf_gate),
         thresholds=tuple(option.perf_gate_threshold or ()),
         report=Path(option.perf_gate_report),
@@ -197,12 +191,9 @@ def read(config: pytest.Config) -> Options:
         shard=option.perf_shard,
         saves=bool(getattr(option, "benchmark_save", None))
         or bool(getattr(option, "benchmark_autosave", None)),
+        baselines=given,
+        baselines_root=given or _configured_root(config),
     )
-    if read.callgrind_repeats < 2:
-        raise pytest.UsageError("--perf-callgrind-repeats must be at least 2 (for the spread)")
-    if read.callgrind_layouts < 1:
-        raise pytest.UsageError("--perf-callgrind-layouts must be at least 1")
-    return read
 
 
 def asked(config: pytest.Config) -> bool:
@@ -243,12 +234,8 @@ def check_given_apart(config: pytest.Config) -> None:
             )
 
 
-def baselines_root(config: pytest.Config) -> Path | None:
-    """The root of per-hardware folders: --perf-baselines (from the current folder), else the
-    ini setting perfgate_baselines (from the ini file's folder); None: pytest-benchmark's own."""
-    given = config.getoption("--perf-baselines")
-    if given:
-        return _real(Path(given).expanduser())
+def _configured_root(config: pytest.Config) -> Path | None:
+    """The ini setting perfgate_baselines, from the ini file's folder; None where unset."""
     configured = config.getini("perfgate_baselines")
     if not configured:
         return None
@@ -260,17 +247,3 @@ def _real(path: Path) -> Path:
     """The absolute path with symlinks followed; a symlink loop is left as it is (and named by
     whoever uses it), never a RuntimeError as ``Path.resolve`` raises on Python 3.11."""
     return Path(os.path.realpath(path))
-
-
-def test_paths(config: pytest.Config) -> str:
-    """The session's test paths as the user gave them ("" for the current folder), for the
-    commands that perfgate prints: ``pytest tests/bench --benchmark-save=NAME``."""
-    here = config.invocation_params.dir
-    paths = [arg for arg in config.args if Path(arg).resolve() != here.resolve()]
-    shown = []
-    for path in paths:
-        try:
-            shown.append(str(Path(path).resolve().relative_to(here.resolve())))
-        except ValueError:
-            shown.append(path)
-    return " ".join(shown)

@@ -3,14 +3,13 @@ must not fail on a path that was wrong from the start.
 
 ``check_file`` and ``check_folder`` raise ``BadOutput`` with one line naming the option, the
 path and what to do; a missing folder is fine where it can be created (the writers create it).
+A pytest session checks its own (``session.outputs``), a command its ``--out`` (``cli``).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-
-import pytest
 
 
 class BadOutput(Exception):
@@ -64,26 +63,3 @@ def _writable_folder(folder: Path, option: str, path: Path, create: bool) -> Non
 def gate_twin(report: Path) -> Path:
     """The JSON twin of the gate's markdown summary: ``gate.md`` -> ``gate.json``."""
     return Path(report).with_suffix(".json")
-
-
-def check_session_outputs(config: pytest.Config) -> None:
-    """Every file the session writes at its end, checked now, before the first benchmark."""
-    files = {"--benchmark-json": config.option.benchmark_json}
-    if config.getoption("--perf-gate"):
-        report = Path(config.getoption("--perf-gate-report"))
-        files.update({"--perf-gate-report": report, "--perf-gate-report's twin": gate_twin(report)})
-    try:
-        if config.getoption("--perf-gate") and gate_twin(report) == report:
-            raise BadOutput(
-                f"--perf-gate-report {report}: the markdown summary and its JSON twin would be "
-                f"one file; name the markdown file (e.g. {report.with_suffix('.md')})"
-            )
-        for option, path in files.items():
-            # pytest-benchmark before 5.3 opens --benchmark-json itself: an open file is writable
-            if path is not None and not hasattr(path, "write"):
-                # pytest-benchmark does not create --benchmark-json's folder
-                check_file(path, option, create_folder=option == "--benchmark-json")
-        if config.getoption("--perf-profile"):
-            check_folder(config.getoption("--perf-profile"), "--perf-profile")
-    except BadOutput as error:
-        raise pytest.UsageError(str(error)) from error

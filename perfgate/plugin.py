@@ -37,7 +37,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not options.asked(config):
         return
     if not hasattr(config.option, "benchmark_storage"):  # -p no:benchmark
-        if config.getoption("--perf-gate"):
+        if options.read(config).gate:
             pytest.exit(
                 "perfgate gate cannot run: pytest-benchmark is not loaded (-p no:benchmark); "
                 "run the gate without it",
@@ -54,7 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto`` on CUDA: one worker per GPU, each timing on its own (perfgate.workers)."""
+    """``-n auto`` on CUDA: one worker per GPU, each timing on its own (session.workers)."""
     if not options.asked(config) or not uses_cuda(config):
         return None
     from perfgate.measure import gpu
@@ -73,7 +73,7 @@ def pytest_benchmark_compare_machine_info(machine_info: dict, compared_benchmark
 @pytest.fixture(scope="session")
 def instruction_counts(request: pytest.FixtureRequest) -> dict[str, dict]:
     """Every selected instruction case counted by callgrind (``--perf-measure instructions``)."""
-    from perfgate import instruction_cases
+    from perfgate.session import instruction_cases
     from perfgate.session import state as session_state
 
     state = session_state.of(request.config)
@@ -107,7 +107,7 @@ class Asked:
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]):
         """The one order of selection: the instruction cases (or the timed ones), a worker's
         ratio groups written for the scheduler (xdist), this shard's part, the gate's check."""
-        from perfgate import instruction_cases
+        from perfgate.session import instruction_cases
 
         state = self.state
         instruction_cases.select(config, state.options, items)
@@ -133,7 +133,7 @@ class Asked:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item):
-        from perfgate.declarations import declarations, uses_benchmark
+        from perfgate.session.declarations import declarations, uses_benchmark
 
         fixture = getattr(item, "funcargs", {}).get("benchmark") if uses_benchmark(item) else None
         if fixture is not None and (declared := declarations(item)):
@@ -161,7 +161,7 @@ class Asked:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log):
-        from perfgate import workers
+        from perfgate.session import workers
 
         controller = self.state.controller
         return None if controller is None else workers.scheduler(config, log, controller.groups)
@@ -184,7 +184,7 @@ def after_loop(state, session: pytest.Session) -> None:
     for a saved run, the profiles stored with it. Counting and profiling come after every timing
     (they leave CUPTI attached, which slows later launches); nothing runs after failed tests."""
     from perfgate import _pytest_benchmark
-    from perfgate.measure import launch_counts, profiler
+    from perfgate.session import reruns
 
     if session.testsfailed or session.shouldfail or session.shouldstop:
         if state.gate is not None:
@@ -198,9 +198,9 @@ def after_loop(state, session: pytest.Session) -> None:
         gate.conclude(current, confirmation)
     elif gate is None and state.options.saves:
         timed = _pytest_benchmark.timed_names(session.config)
-        launch_counts.count_cases(session, state.mode, timed)
+        reruns.count_launches(session, state.mode, timed)
     if state.options.stores_profiles:
-        profiler.store_profiles(session, state.mode)
+        reruns.store_profiles(session, state.mode)
 
 
 def uses_cuda(config: pytest.Config) -> bool:
@@ -211,13 +211,13 @@ def uses_cuda(config: pytest.Config) -> bool:
 def start(config: pytest.Config, use_cuda: bool):
     """Check and decide what can be before the first benchmark runs (usage errors, outputs, the
     baseline: a missing one costs a second, not a GPU run); the state, kept in the stash."""
-    from perfgate import gate, instruction_cases, outputs, sharding, workers
     from perfgate.measure import machine, nvml
     from perfgate.measure import mode as measure_mode
-    from perfgate.session import baseline
+    from perfgate.session import baseline, instruction_cases, outputs, sharding, workers
     from perfgate.session.interrupts import Interrupts
     from perfgate.session.saver import Saver
     from perfgate.session.state import KEY, SessionState
+    from perfgate.verdict.thresholds import parse_thresholds
 
     options.check_given_apart(config)  # `--perf-baselines DIR` moved pytest's rootdir
     times_here = workers.times_here(config)  # asked before a worker turns its saving off
@@ -232,20 +232,21 @@ def start(config: pytest.Config, use_cuda: bool):
             config.add_cleanup(undo)
     mode = config.stash[measure_mode.KEY] = measure_mode.Mode(profile_dir=read.profile)
     _check_histogram(config)
-    outputs.check_session_outputs(config)
+    outputs.check_session_outputs(config, read)
     interrupts = Interrupts(config)
     interrupts.start()
-    thresholds = gate.thresholds_from(config) if read.gate else None  # usage errors first
+    thresholds = parse_thresholds(read.thresholds) if read.gate else None
     instruction_cases.check(read)
     key = instruction_cases.storage_key(read) or machine.hardware_key(use_cuda)
-    choice = baseline.choose(config, key, read.gate)
+    choice = baseline.choose(config, key, read)
     saver = Saver(config, choice, key)
     shard = sharding.selection(read.shard, choice.key_folder)  # a usage error for a bad value
     state = SessionState(config, read, key, choice, saver, mode, clocks, shard, worker, controller,
                          gpu=timing_gpu, interrupts=interrupts)  # fmt: skip
     if read.gate:
-        gate_class = workers.gate_class(worker, controller)
-        state.gate = gate_class(config, read, choice, saver, thresholds, mode, shard)
+        state.gate = workers.new_gate(
+            worker, controller, config, read, choice, saver, thresholds, mode, shard
+        )
     config.stash[KEY] = state
     return state
 

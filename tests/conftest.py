@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import BENCHMARK, mount, virtual_clock_project
+from helpers import BENCHMARK, cost_project, mount, virtual_clock_project
+from workflows import actionlint_runner
 
 # Triton reads TRITON_INTERPRET when @triton.jit decorates a kernel, that is when kernels.* is
 # imported, so it has to be set here, at conftest import time, before any test module loads.
@@ -54,6 +55,20 @@ def device(request: pytest.FixtureRequest) -> torch.device:
 @pytest.fixture
 def bench_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     return virtual_clock_project(pytester, monkeypatch, test_bench=BENCHMARK)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A git project whose cost per call a file sets (``helpers.cost_project``: ``perfgate ab``
+    and ``nightly`` run it); the cwd is its root."""
+    monkeypatch.chdir(cost_project(tmp_path / "repo"))
+    return tmp_path / "repo"
+
+
+@pytest.fixture(scope="session")
+def actionlint(tmp_path_factory: pytest.TempPathFactory):
+    """Lints a workflow file with the actionlint build tox -e lint pins (``workflows``)."""
+    return actionlint_runner(tmp_path_factory)
 
 
 @pytest.fixture

@@ -34,6 +34,32 @@ def perfgate(*args: str) -> tuple[int, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
+CHECKOUT = Path(__file__).resolve().parents[1]
+# a child pytest outside this checkout loads the plugin by name: nothing needs perfgate installed
+LOAD_PLUGIN = ("-p", "perfgate.plugin")
+
+
+def children_import_this_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Child processes started from now on import this checkout's perfgate (PYTHONPATH), whether
+    perfgate is installed or not."""
+    paths = [str(CHECKOUT), os.environ.get("PYTHONPATH", "")]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(path for path in paths if path))
+
+
+def refused_at_the_door(capsys: pytest.CaptureFixture, *args: str) -> str:
+    """The error line of a command line its parser refuses (an option's type): exit 2, the
+    command's usage, then ``perfgate NAME: error: argument ...``; nothing runs."""
+    from perfgate.cli import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(list(args))
+    assert stopped.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0].startswith("usage: perfgate") and "Traceback" not in "\n".join(lines), lines
+    assert lines[-1].startswith(f"perfgate {args[0]}: error: argument "), lines
+    return lines[-1]
+
+
 def error_line(err: str, command: str) -> str:
     """The one error line of ``err``; anything else there is a "reading ..." progress line."""
     lines = err.splitlines()
@@ -164,7 +190,8 @@ FLAT = "test_kernel[cpu-flat]"
 
 
 def history_run_json(number: int, medians: dict[str, float], torch: str, rng) -> dict:
-    """One run: per benchmark 9 rounds spread 1 % around its median, and a fraction_of_copy."""
+    """One run: per benchmark 9 rounds spread 1 % around its median, a fraction_of_copy its test
+    declares a ratio (``COPY_FRACTION``, in family "history") and a speedup it does not."""
     benchmarks = []
     for name, median in medians.items():
         rounds = median * (1 + 0.01 * rng.standard_normal(9))
@@ -176,7 +203,12 @@ def history_run_json(number: int, medians: dict[str, float], torch: str, rng) ->
                 "group": "synthetic",
                 "params": {},
                 "stats": {"median": float(np.median(rounds)), "data": rounds.tolist()},
-                "extra_info": {"fraction_of_copy": 0.5 * 1e-3 / median, "device": "cpu"},
+                "extra_info": {
+                    "fraction_of_copy": 0.5 * 1e-3 / median,
+                    "device": "cpu",
+                    "speedup_undeclared": 2.0,
+                    "perfgate": {"family": "history", "ratios": [COPY_FRACTION.as_json()]},
+                },
             }
         )
     software = {"python": "3.11", "torch": torch, "triton": "3.6.0"}
@@ -293,6 +325,40 @@ def mount(*arguments: str) -> bool:
 
 
 AB_CLOCK = "--benchmark-timer=virtual_clock.clock"
+# a git project's clock (AB_CLOCK): a call advances it by the cost in cost.txt, +-2 % unseeded
+# noise, so its blocks differ as real sessions do
+COST_CLOCK = """
+import random
+from pathlib import Path
+
+now = 0.0
+
+def clock():
+    return now
+
+def work():
+    global now
+    cost = float((Path(__file__).parent / "cost.txt").read_text())
+    now += cost * (0.98 + 0.04 * random.random())
+"""
+COST_BENCHMARK = """
+from virtual_clock import work
+
+def test_work(benchmark):
+    benchmark.pedantic(work, rounds=10, iterations=1, warmup_rounds=0)
+"""
+
+
+def cost_project(root: Path) -> Path:
+    """A git repository at ``root`` whose first commit costs 1 ms per call (``COST_CLOCK``)."""
+    (root / "perf_tests").mkdir(parents=True)
+    (root / "virtual_clock.py").write_text(COST_CLOCK)
+    (root / "perf_tests" / "test_work.py").write_text(COST_BENCHMARK)
+    (root / "cost.txt").write_text("0.001")
+    git(root, "init", "-q")
+    git(root, "commit", "-q", "--allow-empty", "-m", "0")
+    commit(root, "base")
+    return root
 
 
 def commit(root: Path, message: str) -> None:

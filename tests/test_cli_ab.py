@@ -7,59 +7,19 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import AB_CLOCK, commit, error_line, git, perfgate, worktrees
+from helpers import (
+    AB_CLOCK,
+    COST_CLOCK,
+    commit,
+    error_line,
+    git,
+    perfgate,
+    refused_at_the_door,
+    worktrees,
+)
 
 from perfgate.ab import blocks, trees
 from perfgate.verdict.paired import compare_paired_blocks
-
-# pytest-benchmark reads this clock (--benchmark-timer); a call advances it by the cost in
-# cost.txt, +-2 % unseeded noise, so blocks differ as real sessions do.
-VIRTUAL_CLOCK = """
-import random
-from pathlib import Path
-
-now = 0.0
-
-def clock():
-    return now
-
-def work():
-    global now
-    cost = float((Path(__file__).parent / "cost.txt").read_text())
-    now += cost * (0.98 + 0.04 * random.random())
-"""
-BENCHMARK = """
-from virtual_clock import work
-
-def test_work(benchmark):
-    benchmark.pedantic(work, rounds=10, iterations=1, warmup_rounds=0)
-"""
-
-
-@pytest.fixture
-def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A git repository whose first commit costs 1 ms per call; the cwd is its root."""
-    root = tmp_path / "repo"
-    (root / "perf_tests").mkdir(parents=True)
-    (root / "virtual_clock.py").write_text(VIRTUAL_CLOCK)
-    (root / "perf_tests" / "test_work.py").write_text(BENCHMARK)
-    (root / "cost.txt").write_text("0.001")
-    git(root, "init", "-q")
-    git(
-        root,
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@t",
-        "commit",
-        "-q",
-        "--allow-empty",
-        "-m",
-        "0",
-    )
-    commit(root, "base")
-    monkeypatch.chdir(root)
-    return root
 
 
 def last_error(err: str) -> str:
@@ -110,6 +70,22 @@ def test_a_base_that_is_the_tree_under_test_is_refused_before_any_block(repo, tm
     assert worktrees(repo) == 1 and not (tmp_path / "ab-blocks").exists()
 
 
+def test_without_tests_the_blocks_run_the_projects_own_test_paths(repo, tmp_path):
+    """No --tests: pytest's testpaths of the project, never a folder perfgate knows by name."""
+    git(repo, "mv", "perf_tests", "bench")
+    (repo / "perf_tests").mkdir()  # a folder of that name, not the project's benchmarks
+    (repo / "perf_tests" / "test_not_here.py").write_text("def test_x():\n    assert False\n")
+    (repo / "pytest.ini").write_text("[pytest]\ntestpaths = bench\n")
+    commit(repo, "benchmarks in bench/, as the project's testpaths say")
+    (repo / "README").write_text("no change to the cost")
+    commit(repo, "docs only")
+    out_file = tmp_path / "ab.json"
+    status, out, err = perfgate("ab", "HEAD~1", "--blocks", "3", "--rounds-per-block", "8",
+                                "--out", str(out_file), "--", AB_CLOCK)  # fmt: skip
+    assert status == 0, out + err
+    assert [name.split("::")[0] for name in results(out_file)] == ["bench/test_work.py"]
+
+
 def test_two_blocks_five_times_slower_is_a_regression_without_a_test(repo, tmp_path):
     # issue 20: 2 block pairs cannot reach a t-test, and 5x slower was called unchanged
     (repo / "cost.txt").write_text("0.005")
@@ -125,13 +101,6 @@ def test_two_blocks_five_times_slower_is_a_regression_without_a_test(repo, tmp_p
     # issue 33: strict JSON, an unbounded interval is null (never Infinity)
     assert row["ratio_high"] is None and "Infinity" not in out_file.read_text()
     assert "not gated: not gated" not in out
-
-
-@pytest.mark.parametrize("threshold", ["10", "sdpa=25"])
-def test_a_bare_threshold_number_is_ambiguous(repo, threshold):
-    status, _, err = perfgate("ab", "HEAD", "--threshold", threshold)
-    assert status == 2 and len(err.strip().splitlines()) == 1, err
-    assert "is ambiguous: write" in err and "Traceback" not in err
 
 
 def test_an_unchanged_commit_is_not_slower(repo, tmp_path):
@@ -193,8 +162,6 @@ def test_an_interrupt_removes_the_worktree_and_keeps_what_it_decided(repo, tmp_p
     "argv, line",
     [
         (["ab", "no-such-ref"], "BASE_REF 'no-such-ref' names no commit"),
-        (["ab", "HEAD~1", "--blocks", "1"], "--blocks 1: at least 2"),
-        (["ab", "HEAD~1", "--rounds-per-block", "0"], "--rounds-per-block 0: give at least 1"),
         (["ab", "HEAD~1", "--gpus", "0"], "--gpus 0: give 1 or more"),
         (["ab", "HEAD~1", "--time-limit=-5m"], "--time-limit '-5m': a duration"),
         (["ab", "HEAD~1", "--resume"], "--resume: no A/B to continue in"),
@@ -205,6 +172,20 @@ def test_usage_errors_are_one_line(repo, argv, line):
     commit(repo, "docs")
     status, _, err = perfgate(*argv)
     assert status == 2 and line in error_line(err, "ab"), err
+
+
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (["--blocks", "1"], "argument --blocks: '1': give a whole number, 2 or more"),
+        (["--rounds-per-block", "0"], "--rounds-per-block: '0': give a whole number, 1 or more"),
+        (["--threshold", "15"], "threshold '15' is ambiguous: write 15% or 0.15"),
+        (["--threshold", "sdpa=25"], "threshold '25' is ambiguous: write 25% or 0.25"),
+    ],
+)
+def test_values_that_cannot_work_are_refused_before_anything_runs(repo, capsys, argv, line):
+    assert line in refused_at_the_door(capsys, "ab", "HEAD", *argv)
+    assert worktrees(repo) == 1
 
 
 def test_a_selection_that_matches_nothing_says_so(repo):
@@ -240,7 +221,7 @@ def test_paired_blocks_need_three_pairs_for_a_test_and_equal_counts():
 
 
 def test_the_gate_names_the_ab_command_for_its_regressions():
-    from perfgate.gate import ab_hint
+    from perfgate.session.gate import ab_hint
 
     regressed = {"perf_tests/test_mxint8.py::test_dequantize[cuda-1-triton-32]",
                  "perf_tests/test_sdpa.py::test_attention[cuda-x-flash-fp16]"}  # fmt: skip
@@ -315,7 +296,7 @@ def pytest_sessionstart(session):
     sessions = int(counter.read_text()) + 1 if counter.exists() else 0
     counter.write_text(str(sessions))
 """
-DRIFTING_CLOCK = VIRTUAL_CLOCK.replace(
+DRIFTING_CLOCK = COST_CLOCK.replace(
     "now += cost",
     "now += 1.04 ** int(Path(os.environ['PERFGATE_TEST_SESSIONS']).read_text()) * cost",
 ).replace("import random", "import os, random")

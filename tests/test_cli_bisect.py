@@ -9,15 +9,13 @@ came back 24 ms (+20 %). That lateness must stay well below the threshold and th
 
 from __future__ import annotations
 
-import io
 import json
 import re
 from pathlib import Path
 
 import pytest
-from helpers import git
+from helpers import git, perfgate
 
-from perfgate.cli import main
 from perfgate.cli.bisect_steps import BAD, GOOD, SKIP, _unclear, judge
 
 BENCHMARK = """\
@@ -77,11 +75,9 @@ def state(repo: Path) -> tuple[str, str, str, str]:
 
 def bisect(repo: Path, monkeypatch, tmp_path, *arguments: str) -> tuple[int, str, str]:
     monkeypatch.chdir(repo)
-    out, err = io.StringIO(), io.StringIO()
-    command = ["bisect", *arguments, "--tests", "bench", "--out", str(tmp_path / "results"),
-               "--threshold", "25%"]  # fmt: skip
-    status = main(command, out=out, err=err)
-    return status, out.getvalue(), err.getvalue()
+    threshold = [] if "--threshold" in arguments else ["--threshold", "25%"]
+    return perfgate("bisect", *arguments, "--tests", "bench", "--out", str(tmp_path / "results"),
+                    *threshold)  # fmt: skip
 
 
 def test_bisect_names_the_planted_commit_and_leaves_the_repository_as_it_was(
@@ -176,6 +172,27 @@ def test_ctrl_c_leaves_the_repository_as_it_was(project, monkeypatch, tmp_path):
     status, _, err = bisect(repo, monkeypatch, tmp_path, commits[0], commits[-1], "-k", "x")
     assert status == 130 and "left as it was" in err
     assert state(repo) == before
+
+
+def test_a_threshold_past_100_percent_reaches_each_step_as_written(project, monkeypatch, tmp_path):
+    """150 % is a threshold (a case 2.5 times slower); bisect hands it to its steps as written,
+    and the step's parser, the same declaration, reads it the same way."""
+    from perfgate.cli import bisect_steps
+
+    repo, commits = project
+    steps = []
+
+    def measured_good(argv, cwd=None):  # GOOD and BAD both measure: BAD is not slower
+        steps.append(argv)
+        return bisect_steps.GOOD
+
+    monkeypatch.setattr("perfgate.cli.bisect.step_main", measured_good)
+    status, out, err = bisect(repo, monkeypatch, tmp_path, commits[0], commits[-1], "-k", "x",
+                              "--threshold", "150%")  # fmt: skip
+    assert status == 1 and "nothing to bisect" in out, err
+    for argv in steps:
+        given = bisect_steps._parser().parse_args(argv[: argv.index("--")])
+        assert (given.threshold, given.threshold.text, given.tests) == (1.5, "150%", ["bench"])
 
 
 def write_run(path: Path, rounds: list[float]) -> Path:

@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from helpers import error_line, perfgate
+from helpers import error_line, perfgate, refused_at_the_door
 
 from perfgate.format import markdown
 
@@ -127,19 +127,17 @@ def test_a_filter_that_matches_nothing_says_so(tmp_path):
         assert "no benchmark matches --filter zzz" in error_line(err, "compare")
 
 
-def test_an_unknown_or_bad_threshold_is_refused():
+def test_an_unknown_or_bad_threshold_is_refused(capsys):
     status, out, err = perfgate("compare", "0002", "0003", "--threshold", "sdpaa=20%", *WHERE)
     line = error_line(err, "compare")
     assert (status, out) == (2, "")
     assert "--threshold names no family or test in these runs: sdpaa" in line
     assert "valid names: test_attention, test_dequantize" in line
-    status, _, err = perfgate(
-        "compare", "0002", "0003", "--threshold", "test_attention=-5%", *WHERE
-    )
-    assert status == 2 and "a percentage of 0 or more" in error_line(err, "compare")
+    args = ("compare", "0002", "0003", "--threshold", "test_attention=-5%", *WHERE)
+    assert "a percentage of 0 or more" in refused_at_the_door(capsys, *args)
 
 
-def test_a_threshold_takes_the_gates_units():
+def test_a_threshold_takes_the_gates_units(capsys):
     """0.5 and 50% are the same threshold; a bare 50 is ambiguous and refused in one line."""
     rows = []
     for spec in ("0.5", "50%", "test_attention=50%"):
@@ -151,9 +149,8 @@ def test_a_threshold_takes_the_gates_units():
             {r["name"]: r["threshold"] for r in json.loads(out)["rows"] if "attention" in r["name"]}
         )
     assert rows[0] == rows[1] == rows[2] and set(rows[0].values()) == {0.5, None}  # None: not run
-    status, out, err = perfgate("compare", "0002", "0003", "--threshold", "50", *WHERE)
-    assert (status, out) == (2, "")
-    assert "threshold '50' is ambiguous: write 50% or 0.5" in error_line(err, "compare")
+    line = refused_at_the_door(capsys, "compare", "0002", "0003", "--threshold", "50", *WHERE)
+    assert "threshold '50' is ambiguous: write 50% or 0.5" in line
 
 
 def test_missing_run_file_names_it_and_exits_2(tmp_path):

@@ -4,7 +4,6 @@ the pytest options that would silently do nothing (``-n 2 --benchmark-save``).""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
@@ -14,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import git
+from helpers import git, perfgate
 
 from perfgate.cli import bisect, main
 from perfgate.report import dashboard
@@ -29,12 +28,6 @@ def test_hangs(benchmark):
     Path(os.environ["PERFGATE_MARKER"]).write_text("started")
     benchmark.pedantic(time.sleep, args=(60,), rounds=1, iterations=1)
 """
-
-
-def perfgate(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    status = main(list(args), out=out, err=err)
-    return status, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """``perfgate nightly``: which cases the stored comparison hands to the A/B, and the A/B deciding
-the night in a throwaway git repository timed on a virtual clock (test_cli_ab's project)."""
+the night in a throwaway git repository timed on a virtual clock (conftest's ``repo``)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,18 @@ import os
 from pathlib import Path
 
 import pytest
-import test_cli_ab
 from helpers import AB_CLOCK as CLOCK
-from helpers import commit, error_line, git, perfgate, rounds_at, worktrees
+from helpers import (
+    LOAD_PLUGIN,
+    children_import_this_checkout,
+    commit,
+    error_line,
+    git,
+    perfgate,
+    refused_at_the_door,
+    rounds_at,
+    worktrees,
+)
 
 from perfgate.ab import blocks
 from perfgate.ab.engine import undecided
@@ -21,7 +30,6 @@ from perfgate.verdict.nightly import ab_reason
 from perfgate.verdict.outcome import GateResult
 from perfgate.verdict.rows import from_json
 
-repo = test_cli_ab.repo  # the throwaway git project, as a fixture of this module too
 WORK = "perf_tests/test_work.py::test_work"
 IDLE = "perf_tests/test_idle.py::test_idle"
 IDLE_BENCHMARK = """
@@ -164,9 +172,12 @@ def test_missing_gate_json_is_one_line(repo, tmp_path):
     assert status == 2 and "gate.json is missing" in error_line(err, "nightly")
 
 
-def test_a_stored_comparison_that_cannot_run_stops_the_night_with_its_status(repo, tmp_path):
+def test_a_stored_comparison_that_cannot_run_stops_the_night_with_its_status(
+    repo, tmp_path, monkeypatch
+):
     # the project has no baseline: the gate cannot run (6), and nothing is confirmed
-    status, _, err = perfgate("nightly", "--results", str(tmp_path / "r"))
+    children_import_this_checkout(monkeypatch)
+    status, _, err = perfgate("nightly", "--results", str(tmp_path / "r"), "--", *LOAD_PLUGIN)
     assert status == 6 and "the stored comparison exited 6" in err
 
 
@@ -176,7 +187,9 @@ def test_failing_tests_are_read_from_junit(tmp_path):
     assert failing_tests(junit) == 2 and failing_tests(tmp_path / "none.xml") == 0
 
 
-def test_the_whole_night_stored_comparison_then_ab_against_the_baselines_commit(repo, tmp_path):
+def test_the_whole_night_stored_comparison_then_ab_against_the_baselines_commit(
+    repo, tmp_path, monkeypatch
+):
     # the baseline is saved at the first commit; a commit makes the case 50 % slower; the night
     # compares with the stored baseline, hands the flagged case to the A/B against the commit
     # the baseline recorded (commit_info), which confirms it
@@ -186,7 +199,9 @@ def test_the_whole_night_stored_comparison_then_ab_against_the_baselines_commit(
     (repo / "cost.txt").write_text("0.0015")
     commit(repo, "50 % slower")
     results = tmp_path / "results"
-    status, out, err = perfgate("nightly", "--results", str(results), "--blocks", "3", "--", CLOCK)
+    children_import_this_checkout(monkeypatch)  # the stored comparison's pytest loads it
+    status, out, err = perfgate("nightly", "--results", str(results), "--blocks", "3", "--", CLOCK,
+                                *LOAD_PLUGIN)  # fmt: skip
     assert status == 1, out + err
     case = verdicts(results)[WORK]
     assert case["verdict"] == "regression" and case["decided_by"] == "A/B"
@@ -219,10 +234,9 @@ def test_screen_and_target_given_in_percent_send_every_gated_case_to_the_ab(repo
     assert case["decided_by"] == "A/B" and case["why_ab"].startswith("stored comparison +0.3%")
 
 
-def test_more_blocks_below_zero_is_one_line(repo, tmp_path):
-    write_gate(tmp_path / "results", row())
-    status, _, err = nightly(tmp_path / "results", "--more-blocks", "-1")
-    assert status == 2 and "--more-blocks -1: 0 or more" in error_line(err, "nightly")
+def test_more_blocks_below_zero_is_refused_before_anything_runs(repo, tmp_path, capsys):
+    line = refused_at_the_door(capsys, "nightly", "--confirm-only", "--more-blocks", "-1")
+    assert "argument --more-blocks: '-1': give a whole number, 0 or more" in line
 
 
 def test_the_ab_runs_more_blocks_only_for_the_cases_it_left_undecided():

@@ -14,40 +14,41 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "perfgate"
 MAX_LINES = 300
 
-# stage -> the stages (and outside modules) it must never import. ab/ (the A/B and the nightly)
-# sits beside cli/: it runs child processes and uses store, verdict and report; only cli/ uses it.
+STAGES = ("perfgate.measure", "perfgate.store", "perfgate.verdict", "perfgate.report",
+          "perfgate.session", "perfgate.ab", "perfgate.cli", "perfgate.plugin")  # fmt: skip
+# the ground floor: the model, its stored names, statistics, output paths, a matrix's parts
+GROUND = ("benchmark.py", "fields.py", "stats.py", "environment.py", "outputs.py", "parts.py",
+          "format.py")  # fmt: skip
+# a stage folder, or a module of the top level, -> the modules it must never import. ab/ (the
+# A/B and the nightly) sits beside cli/: it runs child processes and uses store, verdict and
+# report; only cli/ uses it.
 NEVER = {
-    "measure": (
-        "perfgate.verdict",
-        "perfgate.report",
-        "perfgate.cli",
-        "perfgate.store",
-        "perfgate.ab",
-    ),  # fmt: skip
-    "verdict": (
-        "perfgate.measure",
-        "perfgate.store",
-        "perfgate.report",
-        "perfgate.cli",
-        "perfgate.plugin",
-        "perfgate.session",
-        "perfgate.ab",
-        "pytest",
-        "torch",
-    ),  # fmt: skip
-    "store": (
-        "perfgate.verdict",
-        "perfgate.report",
-        "perfgate.cli",
-        "perfgate.plugin",
-        "perfgate.ab",
-    ),  # fmt: skip
-    "report": ("perfgate.cli", "perfgate.plugin", "perfgate.ab", "pytest"),
-    "session": ("perfgate.ab", "perfgate.cli"),
+    "measure": ("perfgate.verdict", "perfgate.report", "perfgate.cli", "perfgate.store",
+                "perfgate.session", "perfgate.plugin", "perfgate.ab"),  # never re-runs a session
+    "verdict": ("perfgate.measure", "perfgate.store", "perfgate.report", "perfgate.cli",
+                "perfgate.plugin", "perfgate.session", "perfgate.ab", "pytest", "torch"),
+    "store": ("perfgate.verdict", "perfgate.report", "perfgate.cli", "perfgate.plugin",
+              "perfgate.session", "perfgate.ab"),
+    "report": ("perfgate.cli", "perfgate.plugin", "perfgate.session", "perfgate.ab", "pytest"),
+    # one pytest session: called by plugin.py, never by the command line
+    "session": ("perfgate.ab", "perfgate.cli", "perfgate.plugin"),
     "ab": ("perfgate.cli", "perfgate.plugin", "perfgate.session", "torch"),
-}
+    # thin: reads through the store, judges through the verdict, shows through the report
+    "cli": ("perfgate.measure", "perfgate.session", "perfgate.plugin"),
+    "plugin.py": ("perfgate.cli", "perfgate.ab"),
+    # its types parse a threshold given with the verdict's parser; nothing else of perfgate
+    "options.py": tuple(stage for stage in STAGES if stage != "perfgate.verdict"),
+    "arguments.py": tuple(stage for stage in STAGES if stage != "perfgate.verdict"),
+    "hookspec.py": ("perfgate",),
+    "_pytest_benchmark.py": STAGES,  # pytest-benchmark's internals, for measure and session
+    "__init__.py": STAGES,
+    **dict.fromkeys(GROUND, (*STAGES, "perfgate._pytest_benchmark", "perfgate.options", "pytest")),
+}  # fmt: skip
 # modules run by path in a child process, never imported: only the standard library and pytest
 STANDALONE = {"ab/server.py"}
+# imported by every pytest session, asked or not: nothing of perfgate when it is imported
+# (a light module -> the modules of perfgate it may import when imported, themselves light)
+LIGHT_MODULES = {"options.py": {"perfgate.arguments"}, "arguments.py": set()}
 HOOK_MODULES = {"plugin.py"}  # hookspec.py declares a hook for projects; it implements none
 SPEC_MODULES = {"hookspec.py"}
 
@@ -82,19 +83,43 @@ def imported(path: Path, tree: ast.Module, package: Path) -> set[str]:
     return names
 
 
-def _stage(path: Path, package: Path) -> str | None:
-    parts = path.relative_to(package).parts
-    return parts[0] if len(parts) > 1 else None
+def _place(path: Path, package: Path) -> str:
+    """The stage folder of a module (``measure``), or its name on the top level (``gate.py``)."""
+    return path.relative_to(package).parts[0]
 
 
 def import_breaches(package: Path) -> list[str]:
     breaches = []
     for path, tree in _modules(package):
-        forbidden = NEVER.get(_stage(path, package) or "", ())
+        forbidden = NEVER.get(_place(path, package), ())
         for name in sorted(imported(path, tree, package)):
             hit = [f for f in forbidden if name == f or name.startswith(f + ".")]
             if hit:
                 breaches.append(f"{path.relative_to(package.parent)} imports {name}")
+    return breaches
+
+
+def _eager(tree: ast.Module) -> ast.Module:
+    """The statements that run when the module is imported: not functions, classes or
+    ``if TYPE_CHECKING:`` blocks."""
+    kept = [
+        node
+        for node in tree.body
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.Try))
+        or (isinstance(node, ast.If) and getattr(node.test, "id", None) != "TYPE_CHECKING")
+    ]
+    return ast.Module(body=kept, type_ignores=[])
+
+
+def eager_breaches(package: Path) -> list[str]:
+    breaches = []
+    for path, tree in _modules(package):
+        if path.parent == package and path.name in LIGHT_MODULES:
+            allowed = LIGHT_MODULES[path.name]
+            names = imported(path, _eager(tree), package)
+            names = {n for n in names if not any(n == a or n.startswith(a + ".") for a in allowed)}
+            breaches += [f"{path.name} imports {name} when imported" for name in sorted(names)
+                         if name == "perfgate" or name.startswith("perfgate.")]  # fmt: skip
     return breaches
 
 
@@ -136,7 +161,7 @@ def standalone_breaches(package: Path) -> list[str]:
     return breaches
 
 
-RULES = (import_breaches, hook_breaches, size_breaches, standalone_breaches)
+RULES = (import_breaches, eager_breaches, hook_breaches, size_breaches, standalone_breaches)
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.__name__)
@@ -168,6 +193,21 @@ def _package(tmp_path: Path, files: dict[str, str]) -> Path:
         ({"verdict/nightly.py": "from perfgate.ab import compare\n"}, "perfgate.ab"),
         ({"ab/night.py": "from perfgate.cli.runs import Hardware\n"}, "perfgate.cli.runs"),
         ({"report/ab.py": "from perfgate.ab.compare import AbRun\n"}, "perfgate.ab"),
+        ({"measure/profiler.py": "from perfgate.session import reruns\n"}, "perfgate.session"),
+        ({"store/baseline.py": "from perfgate.session.baseline import x\n"}, "perfgate.session"),
+        ({"session/gate.py": "from perfgate.cli import main\n"}, "session/gate.py imports"),
+        ({"cli/runs.py": "from perfgate.measure.machine import hardware_key\n"}, "measure"),
+        ({"cli/ab.py": "from perfgate.session.gate import ab_hint\n"}, "perfgate.session"),
+        ({"cli/compare.py": "from perfgate import plugin\n"}, "perfgate.plugin"),
+        ({"plugin.py": "from perfgate.cli import main\n"}, "plugin.py imports perfgate.cli"),
+        ({"options.py": "def f():\n    from perfgate.store import x\n"}, "options.py imports"),
+        ({"hookspec.py": "import perfgate.fields\n"}, "hookspec.py imports perfgate.fields"),
+        ({"_pytest_benchmark.py": "from perfgate import store\n"}, "perfgate.store"),
+        ({"__init__.py": "from perfgate.cli import main\n"}, "__init__.py imports perfgate.cli"),
+        ({"benchmark.py": "from perfgate.verdict.rules import x\n"}, "benchmark.py imports"),
+        ({"outputs.py": "import pytest\n"}, "outputs.py imports pytest"),
+        ({"stats.py": "from perfgate.options import read\n"}, "perfgate.options"),
+        ({"parts.py": "from perfgate.session import sharding\n"}, "parts.py imports"),
     ],
 )
 def test_a_stage_importing_a_later_one_is_caught(tmp_path, files, breach):
@@ -182,6 +222,10 @@ def test_allowed_imports_are_not_breaches(tmp_path):
             "measure/timing.py": "from perfgate import benchmark, stats\n",
             "verdict/judge.py": "from perfgate.benchmark import Run\nfrom . import rules\n",
             "cli/compare.py": "from perfgate import store, verdict, report\n",
+            "session/gate.py": "from perfgate import measure, store, verdict, options\n",
+            "plugin.py": "from perfgate import options, session, measure\n",
+            "benchmark.py": "from perfgate.fields import Field\nfrom perfgate import stats\n",
+            "__main__.py": "from perfgate.cli import main\n",
         },
     )
     assert import_breaches(package) == []
@@ -208,6 +252,28 @@ def test_a_block_process_module_importing_perfgate_is_caught(tmp_path):
         "ab/server.py imports perfgate",
         "ab/server.py imports perfgate.store",
     ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "from perfgate.verdict.thresholds import parse_fraction\n",
+        "try:\n    import perfgate.fields\nexcept ImportError:\n    pass\n",
+        "from perfgate import options\n",
+        "from perfgate.arguments import add_count\nfrom perfgate.fields import Field\n",
+    ],
+)
+def test_a_light_module_importing_perfgate_when_imported_is_caught(tmp_path, text):
+    found = eager_breaches(_package(tmp_path, {"options.py": text}))
+    assert found and all(line.startswith("options.py imports perfgate") for line in found)
+
+
+def test_a_light_module_may_import_perfgate_where_it_is_used(tmp_path):
+    lazy = (
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from perfgate import x\n"
+        "def f():\n    from perfgate.verdict import thresholds\n"
+    )
+    assert eager_breaches(_package(tmp_path, {"options.py": lazy})) == []
 
 
 def test_a_long_module_is_caught(tmp_path):

@@ -4,19 +4,10 @@ at the end of a long run."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import pytest
-from helpers import assert_one_line, run
-
-from perfgate.cli import main
-
-
-def perfgate(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    status = main(list(args), out=out, err=err)
-    return status, out.getvalue(), err.getvalue()
+from helpers import assert_one_line, perfgate, run
 
 
 @pytest.fixture
@@ -111,9 +102,9 @@ def test_benchmark_json_opened_by_an_older_pytest_benchmark_is_taken_as_it_is(tm
     # check found a BufferedWriter and raised INTERNALERROR on the GPU before this
     from types import SimpleNamespace
 
-    from perfgate import outputs
+    from perfgate.options import Options
+    from perfgate.session import outputs
 
     with open(tmp_path / "run.json", "wb") as opened:
-        option = SimpleNamespace(benchmark_json=opened)
-        config = SimpleNamespace(option=option, getoption=lambda name: None)
-        outputs.check_session_outputs(config)  # no error: the file is open for writing
+        config = SimpleNamespace(option=SimpleNamespace(benchmark_json=opened))
+        outputs.check_session_outputs(config, Options())  # no error: open for writing

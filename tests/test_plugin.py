@@ -9,7 +9,15 @@ import os
 import sys
 
 import pytest
-from helpers import BENCHMARK, PLUGINS, assert_cannot_gate, run, saved_runs
+from helpers import (
+    BENCHMARK,
+    PLUGINS,
+    assert_cannot_gate,
+    children_import_this_checkout,
+    report_verdicts,
+    run,
+    saved_runs,
+)
 
 
 # --- the store --------------------------------------------------------------------------------
@@ -89,9 +97,8 @@ def test_gate_fails_a_2x_slowdown_and_passes_an_unchanged_run(bench_project, mon
     assert "Confirmed regressions" in output and "confirmed by re-run" in output
     report = (bench_project.path / "perfgate-results" / "gate.md").read_text()
     assert "## Confirmed regressions" in report and "test_work" in report
-    verdicts = json.loads((bench_project.path / "perfgate-results" / "gate.json").read_text())
-    assert [(v["name"], v["verdict"]) for v in verdicts["rows"]] == [("test_bench.py::test_work",
-                                                             "regression")]  # fmt: skip
+    verdicts = report_verdicts(bench_project.path / "perfgate-results" / "gate.json")
+    assert verdicts == {"test_bench.py::test_work": "regression"}
 
     monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.002")
     unchanged = run(bench_project, "--perf-gate")
@@ -107,14 +114,15 @@ def test_gate_and_compare_give_the_same_verdict(bench_project, monkeypatch):
     result = run(bench_project, "--perf-gate", "--benchmark-json=now.json",
                  "--perf-gate-threshold=0.9")  # fmt: skip
     assert result.ret == 0, result.stdout.str()
-    gate = json.loads((bench_project.path / "perfgate-results" / "gate.json").read_text())["rows"]
+    gate = report_verdicts(bench_project.path / "perfgate-results" / "gate.json")
+    children_import_this_checkout(monkeypatch)  # python -m perfgate outside the checkout
     compare = bench_project.run(
         sys.executable, "-m", "perfgate", "compare", str(saved_runs(bench_project)[0]),
         str(bench_project.path / "now.json"), "--json", "--threshold=90%",
     )  # fmt: skip
     assert compare.ret == 0, compare.stderr.str()
     by_compare = {row["name"]: row["verdict"] for row in json.loads(compare.stdout.str())["rows"]}
-    assert {row["name"]: row["verdict"] for row in gate} == by_compare
+    assert gate == by_compare
 
 
 def test_gate_learns_the_machines_spread_from_a_baseline_set(bench_project, monkeypatch):

@@ -5,7 +5,6 @@ configuration, a conftest with its own --device option, and pytest-benchmark's c
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import stat
@@ -13,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import BENCHMARK, virtual_clock_project
+from helpers import BENCHMARK, perfgate, virtual_clock_project
 
 from perfgate.session.baseline import GATE_NOT_RUN
 
@@ -138,22 +137,20 @@ def test_asked_gate_uses_the_projects_storage_and_paths(project, monkeypatch):
 
 
 def test_the_command_line_finds_this_machines_key_without_torch(monkeypatch):
-    from perfgate.cli.runs import this_hardware_key
     from perfgate.measure.machine import hardware_key
+    from perfgate.store.baseline import this_machine_key
 
     monkeypatch.setitem(sys.modules, "torch", None)  # perfgate installed without perfgate[torch]
-    assert this_hardware_key() == hardware_key(use_cuda=False)
+    assert this_machine_key() == hardware_key(use_cuda=False)
 
 
 def test_the_command_line_reads_the_projects_pytest_benchmark_storage(project, monkeypatch):
-    from perfgate.cli import main
-
     for name in ("first", "second"):  # asked (a --perf-* option): per-round data saved
         assert run(project, "--perf-gate-threshold=0.5", f"--benchmark-save={name}").ret == 0
     monkeypatch.chdir(project.path)
-    out, err = io.StringIO(), io.StringIO()
-    assert main(["compare"], out=out, err=err) == 0, err.getvalue()
-    assert "0001_first" in out.getvalue() + err.getvalue() and "test_work" in out.getvalue()
+    status, out, err = perfgate("compare")
+    assert status == 0, err
+    assert "0001_first" in out + err and "test_work" in out
 
 
 # --- asked: saved runs stay small, readable by pytest-benchmark, exact in their statistics -------
@@ -248,15 +245,13 @@ def test_an_option_given_at_its_default_value_asks_for_perfgate(project):
     assert "perfgate" in data["machine_info"] and data["benchmarks"][0]["stats"]["data"]
 
 
-def test_compare_on_autosaved_runs_shows_their_medians_and_why_not_gated(project, capsys):
-    from perfgate.cli import main
-
+def test_compare_on_autosaved_runs_shows_their_medians_and_why_not_gated(project):
     assert run(project, "--benchmark-autosave").ret == 0
     assert run(project, "--benchmark-autosave").ret == 0
     a, b = runs_in(project.path / ".benchmarks")
-    out, err = io.StringIO(), io.StringIO()
-    assert main(["compare", str(a), str(b)], out=out, err=err) == 0, err.getvalue()
-    row = next(line for line in out.getvalue().splitlines() if "test_work" in line)
+    status, out, err = perfgate("compare", str(a), str(b))
+    assert status == 0, err
+    row = next(line for line in out.splitlines() if "test_work" in line)
     assert " 2 ms " in f" {row} " or "2.0" in row, row  # the medians, not "-"
     assert "%" in row and "no per-round data" in row, row
 

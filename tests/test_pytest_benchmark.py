@@ -31,8 +31,7 @@ def test_adapter(benchmark, request):
     assert adapter.result_count(config) == 0
 
     baseline = Path("baseline.json")
-    baseline.write_text(json.dumps({"benchmarks": [{"fullname": "x", "stats": {}}]}))
-    adapter.show_comparison_with(config, baseline)
+    adapter.show_comparison_with(config, baseline, [{"fullname": "x", "stats": {}}])
     session = config._benchmarksession
     assert list(session.compared_mapping.values()) == [{"x": {"fullname": "x", "stats": {}}}]
     saved = []

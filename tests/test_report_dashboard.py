@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -10,10 +9,9 @@ import shutil
 import sys
 
 import pytest
-from helpers import FLAT, STEPPED, write_history
+from helpers import FLAT, STEPPED, perfgate, write_history
 from helpers import HISTORY_KEY as KEY
 
-from perfgate.cli import main
 from perfgate.format import markdown
 from perfgate.report.dashboard import page_path
 
@@ -24,12 +22,6 @@ pytest.importorskip(
 
 STEPPED_PAGE = page_path(KEY, f"perf_tests/test_synthetic.py::{STEPPED}")
 FLAT_PAGE = page_path(KEY, f"perf_tests/test_synthetic.py::{FLAT}")
-
-
-def perfgate(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    status = main(list(args), out=out, err=err)
-    return status, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture
@@ -45,12 +37,14 @@ def test_dashboard_has_an_index_linking_one_page_per_benchmark(history, tmp_path
     index = (site / "index.html").read_text()
     links = re.findall(r"href='([^']+\.html)'", index)
     assert sorted(set(links)) == sorted([FLAT_PAGE, STEPPED_PAGE])
-    assert "<h2>Synthetic-CPU-2cores</h2>" in index and "<h3>synthetic</h3>" in index
+    assert "<h2>Synthetic-CPU-2cores</h2>" in index
+    assert "<h3>history</h3>" in index and "<h3>synthetic</h3>" not in index  # declared family
     assert "Open slowdowns" in index and "0013_nightly.json" in index
     page = (site / STEPPED_PAGE).read_text()
     assert "src='../plotly.min.js'" in page
     assert "step +" in page and "env: torch 2.13.0 -&gt; 2.14.0" in page
-    assert "fraction_of_copy" in page  # the ratio panel beside the times
+    assert "fraction of the copy roofline" in page  # the declared ratio beside the times
+    assert "speedup_undeclared" not in page  # what the test did not declare is not drawn
     assert "no significant step" in (site / FLAT_PAGE).read_text()
     assert len(list(site.rglob("plotly*.js"))) == 1
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import (
     make_cases_project,
+    perfgate,
     report_verdicts,
     run_cases,
     samples,
@@ -17,8 +18,7 @@ from helpers import (
     shard_run,
 )
 
-from perfgate import sharding
-from perfgate.cli import main
+from perfgate import parts
 from perfgate.cli.merge import MERGE_REFUSED
 from perfgate.fields import KEPT_ROUNDS
 
@@ -28,49 +28,43 @@ def cases_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) ->
     return make_cases_project(pytester, monkeypatch)
 
 
-def perfgate(capsys, *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
-
-
 # --- the split ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("text", ["1/2", "2/2", " 3 / 4 ", "1/1"])
 def test_shard_values_that_name_a_part(text):
-    index, count = sharding.parse(text)
+    index, count = parts.parse(text)
     assert 1 <= index <= count
 
 
 @pytest.mark.parametrize("text", ["0/2", "3/2", "1/0", "1", "a/b", "", "1/2/3", "-1/2"])
 def test_shard_values_that_name_no_part_say_how_to_give_one(text):
     with pytest.raises(ValueError, match=r"--perf-shard .*e\.g\. 1/"):
-        sharding.parse(text)
+        parts.parse(text)
 
 
 def test_split_balances_stored_durations_longest_first():
     stored = {"a": 8.0, "b": 5.0, "c": 4.0, "d": 3.0}
-    part = sharding.split(["d", "c", "b", "a"], stored, 2)
+    part = parts.split(["d", "c", "b", "a"], stored, 2)
     load = {i: sum(stored[n] for n in part if part[n] == i) for i in (1, 2)}
     assert part == {"a": 1, "b": 2, "c": 2, "d": 1} and load == {1: 11.0, 2: 9.0}
 
 
 def test_cases_without_a_stored_duration_count_as_the_mean_case():
-    part = sharding.split(["a", "b", "new1", "new2"], {"a": 3.0, "b": 1.0}, 2)
+    part = parts.split(["a", "b", "new1", "new2"], {"a": 3.0, "b": 1.0}, 2)
     assert part == {"a": 1, "new1": 2, "new2": 2, "b": 1}  # each new case counts 2.0: 4 and 4
-    assert set(sharding.split(["x", "y", "z", "w"], {}, 2).values()) == {1, 2}  # none stored
+    assert set(parts.split(["x", "y", "z", "w"], {}, 2).values()) == {1, 2}  # none stored
 
 
 def test_split_is_the_same_in_any_collection_order_and_covers_every_case_once():
     names = [f"perf_tests/test_x.py::test_x[{i}]" for i in range(50)]
     stored = {name: float(i % 7) for i, name in enumerate(names[:30])}
-    first = sharding.split(names, stored, 4)
-    assert first == sharding.split(list(reversed(names)), stored, 4)
+    first = parts.split(names, stored, 4)
+    assert first == parts.split(list(reversed(names)), stored, 4)
     assert sorted(first) == sorted(names) and set(first.values()) == {1, 2, 3, 4}
 
 
 def test_a_case_and_its_ratio_partners_go_to_one_part():
     groups = {"t[a]": "t", "t[b]": "t", "t[c]": "t"}
-    part = sharding.split(["t[a]", "t[b]", "t[c]", "u", "v"], {}, 2, groups)
+    part = parts.split(["t[a]", "t[b]", "t[c]", "u", "v"], {}, 2, groups)
     assert part["t[a]"] == part["t[b]"] == part["t[c]"] == 1 and part["u"] == part["v"] == 2
 
 
@@ -85,7 +79,7 @@ def test_a_bad_shard_is_one_usage_line(cases_project, value):  # "": an unset CI
 # --- two shards merged are the unsharded run ----------------------------------------------------
 @pytest.mark.parametrize("workers", [[], ["-p", "xdist", "-n", "2"]], ids=["alone", "xdist"])
 def test_two_shards_merged_give_the_unsharded_cases_samples_and_verdicts(
-    cases_project, monkeypatch, capsys, workers
+    cases_project, monkeypatch, workers
 ):
     assert run_cases(cases_project, "--benchmark-save=base").ret == 0
     base = str(saved_runs(cases_project)[0])
@@ -107,7 +101,7 @@ def test_two_shards_merged_give_the_unsharded_cases_samples_and_verdicts(
     assert shard_cases[0] and shard_cases[1] and not shard_cases[0] & shard_cases[1]
     first = {f"test_cases.py::test_first[{case}]" for case in "abc"}  # ratio partners
     assert first <= shard_cases[0] or first <= shard_cases[1]
-    status, out, _ = perfgate(capsys, "merge", "shard2.json", "shard1.json", "--out", "merged.json")
+    status, out, _ = perfgate("merge", "shard2.json", "shard1.json", "--out", "merged.json")
     assert status == 0 and "merged.json (5 cases)" in out
     merged, unsharded = cases_project.path / "merged.json", cases_project.path / "whole.json"
     assert samples(merged) == samples(unsharded)
@@ -117,13 +111,13 @@ def test_two_shards_merged_give_the_unsharded_cases_samples_and_verdicts(
     # perfgate compare reads the merged run as the unsharded one
     compared = []
     for current in ("merged.json", "whole.json"):
-        status, out, _ = perfgate(capsys, "compare", base, current, "--json")
+        status, out, _ = perfgate("compare", base, current, "--json")
         assert status == 0
         compared.append({row["name"]: row["verdict"] for row in json.loads(out)["rows"]})
     assert compared[0] == compared[1] and compared[0]["test_cases.py::test_first[b]"] != "unchanged"
 
 
-def test_a_merged_run_saved_into_the_store_is_the_gates_baseline(cases_project, capsys):
+def test_a_merged_run_saved_into_the_store_is_the_gates_baseline(cases_project):
     for index in (1, 2):
         assert (
             run_cases(
@@ -131,7 +125,9 @@ def test_a_merged_run_saved_into_the_store_is_the_gates_baseline(cases_project, 
             ).ret
             == 0
         )
-    status, out, _ = perfgate(capsys, "merge", "s1.json", "s2.json", "--save", "merged")
+    status, out, _ = perfgate(
+        "merge", "s1.json", "s2.json", "--save", "merged", "--baselines", "baselines"
+    )
     assert status == 0 and "0001_merged.json (5 cases)" in out
     result = run_cases(cases_project, "--perf-gate")
     assert result.ret == 0, result.stdout.str()
@@ -158,14 +154,14 @@ REFUSED = {
 
 
 @pytest.mark.parametrize("why", sorted(REFUSED))
-def test_merge_refuses_runs_that_are_not_the_shards_of_one_run(tmp_path, monkeypatch, capsys, why):
+def test_merge_refuses_runs_that_are_not_the_shards_of_one_run(tmp_path, monkeypatch, why):
     monkeypatch.chdir(tmp_path)
     runs, line = REFUSED[why]
     paths = []
     for number, data in enumerate(runs):
         paths.append(f"run{number}.json")
         (tmp_path / paths[-1]).write_text(json.dumps(data))
-    status, out, err = perfgate(capsys, "merge", *paths, "--out", "merged.json")
+    status, out, err = perfgate("merge", *paths, "--out", "merged.json")
     assert status == MERGE_REFUSED, err
     assert err.count("\n") == 1 and line in err and err.startswith("perfgate merge: refused: ")
     assert not (tmp_path / "merged.json").exists()
@@ -203,7 +199,7 @@ BADLY_TYPED = {
 
 @pytest.mark.parametrize("why", sorted(BADLY_TYPED))
 def test_merge_names_a_badly_typed_shard_field_in_one_line_and_writes_nothing(
-    tmp_path, monkeypatch, capsys, why
+    tmp_path, monkeypatch, why
 ):
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path / "work")
@@ -212,34 +208,32 @@ def test_merge_names_a_badly_typed_shard_field_in_one_line_and_writes_nothing(
     for number, data in enumerate(runs):
         paths.append(f"run{number}.json")
         Path(paths[-1]).write_text(json.dumps(data))
-    status, out, err = perfgate(capsys, "merge", *paths, "--out", "merged.json", "--save", "m")
+    status, out, err = perfgate("merge", *paths, "--out", "merged.json", "--save", "m")
     assert status == 2 and err.count("\n") == 1 and line in err, err
     assert "Traceback" not in err and out == ""
     written = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
     assert [str(p) for p in written] == [f"work/{p}" for p in paths]
 
 
-def test_merge_saves_only_under_baselines_whatever_machine_the_shards_record(
-    tmp_path, monkeypatch, capsys
-):
+def test_merge_saves_only_under_baselines_whatever_machine_the_shards_record(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for index in (1, 2):
         run = _with(shard_run(index, 2, [f"c{index}"]), "machine_info.system", "../../../x")
         (tmp_path / f"s{index}.json").write_text(json.dumps(run))
-    status, _, err = perfgate(capsys, "merge", "s1.json", "s2.json", "--save", "m",
+    status, _, err = perfgate("merge", "s1.json", "s2.json", "--save", "m",
                               "--baselines", "store/bl")  # fmt: skip
     assert status == 2 and "machine id '../../../x-Python--64bit' cannot be a folder" in err, err
     assert not [p for p in tmp_path.rglob("*.json") if p.name.endswith("_m.json")]
 
 
-def test_a_merged_run_keeps_at_most_the_rounds_a_saved_run_keeps(tmp_path, monkeypatch, capsys):
+def test_a_merged_run_keeps_at_most_the_rounds_a_saved_run_keeps(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for index in (1, 2):
         run = shard_run(index, 2, [f"c{index}"])
         run["benchmarks"][0]["stats"]["data"] = [1.0 + i * 1e-6 for i in range(KEPT_ROUNDS * 3)]
         (tmp_path / f"s{index}.json").write_text(json.dumps(run))
-    status, _, err = perfgate(capsys, "merge", "s1.json", "s2.json", "--out", "m.json", "--save",
-                              "m")  # fmt: skip
+    status, _, err = perfgate("merge", "s1.json", "s2.json", "--out", "m.json", "--save", "m",
+                              "--baselines", "baselines")  # fmt: skip
     assert status == 0, err
     for path in [tmp_path / "m.json", *tmp_path.glob("baselines/KEY/*/0001_m.json")]:
         stats = [b["stats"] for b in json.loads(path.read_text())["benchmarks"]]
@@ -247,12 +241,12 @@ def test_a_merged_run_keeps_at_most_the_rounds_a_saved_run_keeps(tmp_path, monke
         assert [s["rounds_kept"] for s in stats] == [KEPT_ROUNDS] * 2
 
 
-def test_merge_never_writes_over_a_file(tmp_path, monkeypatch, capsys):
+def test_merge_never_writes_over_a_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for index in (1, 2):
         (tmp_path / f"s{index}.json").write_text(json.dumps(shard_run(index, 2, [f"c{index}"])))
     (tmp_path / "merged.json").write_text("mine")
-    status, _, err = perfgate(capsys, "merge", "s1.json", "s2.json", "--out", "merged.json")
+    status, _, err = perfgate("merge", "s1.json", "s2.json", "--out", "merged.json")
     assert status == 2 and "merged.json exists; name a new file" in err
     assert (tmp_path / "merged.json").read_text() == "mine"
 
@@ -265,13 +259,11 @@ def test_merge_never_writes_over_a_file(tmp_path, monkeypatch, capsys):
         (["s1.json", "s2.json", "--save", "a/b"], "--save 'a/b': a name may not"),
     ],
 )
-def test_merge_says_in_one_line_what_it_cannot_read_or_write(
-    tmp_path, monkeypatch, capsys, argv, line
-):
+def test_merge_says_in_one_line_what_it_cannot_read_or_write(tmp_path, monkeypatch, argv, line):
     monkeypatch.chdir(tmp_path)
     for index in (1, 2):
         (tmp_path / f"s{index}.json").write_text(json.dumps(shard_run(index, 2, [f"c{index}"])))
     (tmp_path / "broken.json").write_text('{"benchmarks": [')
-    status, _, err = perfgate(capsys, "merge", *argv)
+    status, _, err = perfgate("merge", *argv)
     assert status == 2 and err.count("\n") == 1 and line in err, err
     assert not (tmp_path / "m.json").exists() and not (tmp_path / "baselines").exists()

@@ -3,15 +3,13 @@ baseline and which runs form its set, the same for the pytest plugin and the ``p
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
-from helpers import entry, rounds, run_json
+from helpers import entry, perfgate, rounds, run_json
 
 from perfgate import store
-from perfgate.cli import main
 from perfgate.store import baseline
 
 KEY = "TEST-KEY"
@@ -108,22 +106,20 @@ def test_the_plugin_and_the_cli_choose_the_same_run_and_set(folder, pytester, mo
         assert str(run.path) in said[0]
         assert ("a set with" in said[0]) == (len(members) > 1)
         assert all(m.path.name in said[0] for m in members)
-        out, err = io.StringIO(), io.StringIO()
         argv = ["compare", run.path.name[:4], "0001" if run.path.name[:4] != "0001" else "0004",
                 "--baselines", str(root), "--hardware", KEY]  # fmt: skip
-        assert main(argv, out=out, err=err) == 0, err.getvalue()
+        status, out, err = perfgate(*argv)
+        assert status == 0, err
         earlier = ", ".join(names(members[:-1]))
-        assert (f"as a baseline set with {earlier} (" in out.getvalue()) == (len(members) > 1)
+        assert (f"as a baseline set with {earlier} (" in out) == (len(members) > 1)
 
 
 def test_the_cli_never_takes_a_run_dated_in_the_future_as_the_newest(folder):
-    out, err = io.StringIO(), io.StringIO()
-    argv = ["compare", "--baselines", str(folder.parent), "--hardware", KEY, "--json"]
-    assert main(argv, out=out, err=err) == 0, err.getvalue()
-    report, said = ["report", "--baselines", str(folder.parent), "--hardware", KEY], io.StringIO()
-    assert main(report, out=io.StringIO(), err=said) == 2  # the newest run: not a lab run
-    assert "0004_base.json has none of them" in said.getvalue()
-    text = io.StringIO()
-    assert main(argv[:-1], out=text, err=err) == 0
-    assert "0003_base.json" in text.getvalue() and "0004_base.json" in text.getvalue()
-    assert "0005" not in text.getvalue()
+    where = ["--baselines", str(folder.parent), "--hardware", KEY]
+    status, _, err = perfgate("compare", *where, "--json")
+    assert status == 0, err
+    status, _, said = perfgate("report", *where)
+    assert status == 2 and "0004_base.json has none of them" in said  # not a lab run
+    status, text, _ = perfgate("compare", *where)
+    assert status == 0 and "0003_base.json" in text and "0004_base.json" in text
+    assert "0005" not in text

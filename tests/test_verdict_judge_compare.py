@@ -5,19 +5,16 @@ runs with declared families, ratios and thresholds."""
 
 from __future__ import annotations
 
-import io
+import argparse
 import json
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
-from helpers import FLASH, NAIVE, attention, entry, rounds, rounds_at, run_json
+from helpers import FLASH, NAIVE, attention, entry, perfgate, rounds, rounds_at, run_json
 
-from perfgate import store
+from perfgate import arguments, store
 from perfgate.benchmark import run_from_json
-from perfgate.cli import main
-from perfgate.gate import thresholds_from
 from perfgate.session.baseline import require_samples
 from perfgate.store import baseline as baseline_choice
 from perfgate.verdict import Verdict, judge, parse_thresholds, summary
@@ -28,11 +25,11 @@ CPU, H100 = "AMD-EPYC-2cores", "NVIDIA-H100-80GB-HBM3"
 
 
 def by_compare(root: Path, key: str, a: str, b: str, cli_thresholds: list[str]) -> list[dict]:
-    out, err = io.StringIO(), io.StringIO()
     flags = [f"--threshold={t}" for t in cli_thresholds]
-    argv = ["compare", a, b, "--json", "--baselines", str(root), "--hardware", key, *flags]
-    assert main(argv, out=out, err=err) == 0, err.getvalue()
-    return json.loads(out.getvalue())["rows"]
+    status, out, err = perfgate("compare", a, b, "--json", "--baselines", str(root),
+                                "--hardware", key, *flags)  # fmt: skip
+    assert status == 0, err
+    return json.loads(out)["rows"]
 
 
 def by_judge(root: Path, key: str, a: str, b: str, specs: list[str]) -> list[dict]:
@@ -48,10 +45,13 @@ def by_gate(root: Path, key: str, a: str, b: str, specs: list[str]) -> list[dict
     folder = root / key
     _, members = baseline_choice.choose(a, folder)
     require_samples(members)
-    config = SimpleNamespace(getoption=lambda name: specs)  # only --perf-gate-threshold is read
+    parser = argparse.ArgumentParser()  # --perf-gate-threshold as the plugin declares it
+    arguments.add_thresholds(parser.add_argument, "--perf-gate-threshold", "")
+    given = parser.parse_args([f"--perf-gate-threshold={spec}" for spec in specs])
     text = store.resolve(b, folder).read_text(encoding="utf-8")
     current = run_from_json(json.loads(text), None)
-    return summary.as_json(judge(members, current, thresholds_from(config)))["rows"]
+    thresholds = parse_thresholds(given.perf_gate_threshold)
+    return summary.as_json(judge(members, current, thresholds))["rows"]
 
 
 def assert_one_verdict(root: Path, key: str, a: str, b: str, specs=(), cli=()) -> list[dict]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import entry, rounds_at, run_of
 
-from perfgate.declarations import declarations
+from perfgate.session.declarations import declarations
 from perfgate.verdict import Verdict, judge, rules
 
 ROOT = Path(__file__).resolve().parents[1]

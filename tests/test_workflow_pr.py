@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_workflow import FULL_SHA, actionlint, check_jsonschema, tox_environments  # noqa: F401
+from workflows import FULL_SHA, check_jsonschema, tox_environments
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "pr-instructions.yml"
@@ -104,7 +104,7 @@ def test_the_workflow_matches_githubs_schema():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_actionlint_accepts_the_workflow(actionlint):  # noqa: F811
+def test_actionlint_accepts_the_workflow(actionlint):
     result = actionlint(WORKFLOW)
     assert result.returncode == 0, result.stdout + result.stderr
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perfgate import sharding, store
+from perfgate import parts, store
 from perfgate.ab import AbError, children, journal, trees
 from perfgate.ab.compare import INTERRUPTED, AbOptions, AbRun, as_json, run_ab
 from perfgate.ab.order import ratio_groups
@@ -105,7 +105,7 @@ def shard_of(pytest_args: list[str]) -> str | None:
             text = pytest_args[index + 1]
         if text is not None:
             try:
-                number, count = sharding.parse(text)
+                number, count = parts.parse(text)
             except ValueError as error:
                 raise AbError(str(error)) from None
             return f"{number}/{count}"
@@ -186,7 +186,7 @@ def ab_options(options: NightlyOptions, commit: str, names: list[str]) -> AbOpti
         commit, list(options.tests), options.blocks, options.more_blocks, None,
         options.pytest_args, Thresholds(default=options.target), options.results,
         options.journal, options.gpus, options.resume, options.deadline, names,
-        sharding.durations(stored) if stored else None,
+        parts.durations(stored) if stored else None,
         ratio_groups(stored, names) if stored else None,
         same_allowed=True,  # --base-ref was checked before any work; the baseline's may be B
     )  # fmt: skip

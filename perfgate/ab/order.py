@@ -13,7 +13,7 @@ least loaded lane, as ``--perf-shard`` splits a matrix.
 
 from __future__ import annotations
 
-from perfgate import sharding
+from perfgate import parts
 from perfgate.benchmark import Run
 from perfgate.verdict.pairing import declarations_of, same_run_ratios
 
@@ -41,7 +41,7 @@ def lanes_of(names: list[str], lanes: int, costs: dict[str, float] | None = None
     group; default: the test function) kept together, longest first (``costs``: seconds a case
     takes, default equal) onto the least loaded lane. Lanes beyond the groups stay empty."""
     groups = groups or {name: test_function(name) for name in names}
-    part = sharding.split(list(names), costs or {}, lanes, groups)
+    part = parts.split(list(names), costs or {}, lanes, groups)
     return [sorted(n for n in names if part[n] == lane + 1) for lane in range(lanes)]
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 from perfgate.ab import compare, gpus
+from perfgate.arguments import add_count, add_test_paths, add_thresholds
+from perfgate.cli.command import Command
 from perfgate.cli.guard import CommandError
 from perfgate.report.ab import table, verdict_lines
 from perfgate.verdict import summary
@@ -27,12 +28,10 @@ GATED_NOTHING, INCOMPLETE, INTERRUPTED = 6, 75, 130
 OUT = Path("perfgate-results") / "ab.json"
 
 
-def test_paths(root: Path, tests: list[str] | None) -> list[str]:
-    """The test paths a block runs: --tests, else this repository's perf_tests/ where the tree
-    has one, else none (pytest's own testpaths or the current folder)."""
-    if tests:
-        return list(tests)
-    return ["perf_tests"] if (root / "perf_tests").is_dir() else []
+def test_paths(tests: list[str] | None) -> list[str]:
+    """The test paths a block runs: --tests, else none (the project's own: pytest's testpaths,
+    or the current folder)."""
+    return list(tests or [])
 
 
 def time_limit(text: str | None) -> float | None:
@@ -57,15 +56,9 @@ def journal_of(out: Path) -> Path:
 
 
 def options_from(args, pytest_args: list[str]) -> compare.AbOptions:
-    if args.blocks < 2:
-        raise CommandError(f"--blocks {args.blocks}: at least 2 (3 or more for significance)")
-    if args.rounds_per_block is not None and args.rounds_per_block < 1:
-        raise CommandError(f"--rounds-per-block {args.rounds_per_block}: give at least 1")
-    try:
-        thresholds = parse_thresholds(args.threshold)
-    except ValueError as error:
-        raise CommandError(f"--threshold: {error}") from None
-    selection = test_paths(Path.cwd(), args.tests)
+    """The A/B of the parsed command line (each value checked by its option's type)."""
+    thresholds = parse_thresholds(args.threshold)
+    selection = test_paths(args.tests)
     selection += ["-k", args.expression] if args.expression else []
     return compare.AbOptions(
         args.base_ref, selection, args.blocks, 0, args.rounds_per_block, pytest_args,
@@ -103,39 +96,43 @@ def run(options: compare.AbOptions, out_file: Path, out, err) -> int:
     return 0
 
 
-def add_parser(commands, parents: Sequence = ()) -> None:
-    ab = commands.add_parser(
-        "ab",
-        help="interleaved A/B of BASE_REF against this tree",
-        description="Run the selected cases of BASE_REF's tree (A, in a temporary git "
-        "worktree) and of this tree (B) in counterbalanced block pairs (A B, B A, ...), one "
-        "long-lived process per tree and GPU, and compare them pair by pair with the gate's "
-        "rules. Exit 1 on a regression, 2 on an error, 6 when no case was gated, 75 when "
-        "--time-limit stopped it, 130 when interrupted (then --resume continues).",
-        epilog="example:\n  perfgate ab main -k 'dequantize and cuda' --blocks 6 -- --device cuda",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        parents=list(parents),
+class Ab(Command):
+    name = "ab"
+    summary = "interleaved A/B of BASE_REF against this tree"
+    description = (
+        "Run the selected cases of BASE_REF's tree (A, in a temporary git worktree) and of this "
+        "tree (B) in counterbalanced block pairs (A B, B A, ...), one long-lived process per "
+        "tree and GPU, and compare them pair by pair with the gate's rules. Exit 1 on a "
+        "regression, 2 on an error, 6 when no case was gated, 75 when --time-limit stopped it, "
+        "130 when interrupted (then --resume continues)."
     )
-    ab.usage = ("perfgate ab [-h] [--tests PATH ...] [-k EXPR] [--blocks B] "
-                "[--rounds-per-block N] [--threshold [NAME=]FRACTION] [--out FILE] [--gpus G] "
-                "[--time-limit T] [--resume] BASE_REF [-- PYTEST_ARG ...]")  # fmt: skip
-    ab.add_argument("base_ref", metavar="BASE_REF", help="commit or branch to compare with (A)")
-    ab.add_argument("--tests", nargs="+", metavar="PATH",
-                    help="test paths to run (default: perf_tests/ where the tree has one, else "
-                    "pytest's testpaths)")  # fmt: skip
-    ab.add_argument("-k", dest="expression", metavar="EXPR", help="pytest -k selection")
-    ab.add_argument("--blocks", type=int, default=5, metavar="B",
-                    help="block pairs (default: %(default)s)")  # fmt: skip
-    ab.add_argument("--rounds-per-block", type=int, default=None, metavar="N",
-                    help="keep at most N rounds of a case per block (default: all)")  # fmt: skip
-    ab.add_argument("--threshold", action="append", default=[], metavar="[NAME=]FRACTION",
-                    help="slowdown that counts, as --perf-gate-threshold takes it: 0.1 or 10%% "
-                    "for every case, sdpa=0.2 for a family or test (repeatable; default: a "
-                    "test's marker, else from the spread of A's blocks)")  # fmt: skip
-    ab.add_argument("--out", type=Path, default=OUT, metavar="FILE",
-                    help="JSON results (default: %(default)s); the blocks are kept beside it, "
-                    "in FILE's name with -blocks")  # fmt: skip
-    add_run_options(ab)
+    examples = "  perfgate ab main -k 'attention and cuda' --blocks 6 -- --device cuda"
+    usage = ("perfgate ab [-h] [--tests PATH ...] [-k EXPR] [--blocks B] [--rounds-per-block N] "
+             "[--threshold [NAME=]FRACTION] [--out FILE] [--gpus G] [--time-limit T] [--resume] "
+             "BASE_REF [-- PYTEST_ARG ...]")  # fmt: skip
+    takes_pytest_args = True
+    out_is_file = True
+    interrupted = "the base worktree was removed"
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("base_ref", metavar="BASE_REF",
+                            help="commit or branch to compare with (A)")  # fmt: skip
+        add_test_paths(parser.add_argument)
+        parser.add_argument("-k", dest="expression", metavar="EXPR", help="pytest -k selection")
+        add_count(parser.add_argument, "--blocks", 5, 2,
+                  "block pairs (3 or more for significance)", "B")  # fmt: skip
+        add_count(parser.add_argument, "--rounds-per-block", None, 1,
+                  "keep at most N rounds of a case per block")  # fmt: skip
+        add_thresholds(parser.add_argument, "--threshold",
+                       "a test's marker, else from the spread of A's blocks")  # fmt: skip
+        cls.add_out(parser, OUT, "JSON results; the blocks are kept beside it, in FILE's name "
+                    "with -blocks")  # fmt: skip
+        add_run_options(parser)
+
+    @classmethod
+    def run(cls, args: argparse.Namespace, out, err) -> int:
+        return run(options_from(args, args.pytest_args), args.out, out, err)
 
 
 def add_run_options(parser) -> None:

@@ -20,22 +20,23 @@ from __future__ import annotations
 import argparse
 import math
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from perfgate.ab.children import git, git_succeeds
+from perfgate.cli import children
 from perfgate.cli.bisect_steps import (
     SKIP,
     BisectError,
-    git,
+    add_step_arguments,
     log_table,
     regression_of,
     step_main,
 )
+from perfgate.cli.command import Command
 from perfgate.progress import Progress
-from perfgate.verdict.thresholds import DEFAULT_ALPHA, fraction_argument
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 # git bisect run calls this with the perfgate that started the bisection (not the checkout's).
@@ -45,79 +46,49 @@ STEP_CODE = (
 )
 
 
-def _fraction(text: str) -> float:
-    """``10%`` or ``0.1``, as --perf-gate-threshold takes it; a bare ``10`` is ambiguous."""
-    value = fraction_argument(text)
-    if not 0 < value < 10:  # a slowdown: above 0 %, and below 1000 %
-        raise argparse.ArgumentTypeError(f"{text!r}: a slowdown between 0% and 1000%, e.g. 5%")
-    return value
-
-
-def _alpha(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from error
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(
-            f"{text!r}: a significance level between 0 and 1, e.g. 0.01"
-        )
-    return value
-
-
-def add_bisect_parser(commands, formatter) -> None:
-    """The ``bisect`` subcommand of the perfgate command line."""
+class Bisect(Command):
+    name = "bisect"
     summary = "find the first commit that made a benchmark slower (git bisect run)"
-    parser = commands.add_parser(
-        "bisect",
-        help=summary,
-        description=summary + ". GOOD and BAD are measured first, then `git bisect run` "
-        "measures each commit it picks, in a temporary git worktree (your checkout is never "
-        "touched): bad = slower than GOOD by the gate's time rule (past the threshold and "
-        "significant, or every round slower past it where rounds are too few for a test); a "
-        "commit where the case does not run, or that cannot be decided, is skipped. "
-        "Exit status: 0 first bad commit named, 1 BAD is not slower than GOOD, "
-        "2 error, 130 interrupted.",
-        epilog="examples:\n  perfgate bisect v1.0 HEAD -k 'test_dequantize and triton-32'\n"
-        "  perfgate bisect abc123 main -k flash-fp16 --threshold 5% -- --device cuda",
-        formatter_class=formatter,
+    description = (
+        summary + ". GOOD and BAD are measured first, then `git bisect run` measures each "
+        "commit it picks, in a temporary git worktree (your checkout is never touched): bad = "
+        "slower than GOOD by the gate's time rule (past the threshold and significant, or every "
+        "round slower past it where rounds are too few for a test); a commit where the case "
+        "does not run, or that cannot be decided, is skipped. Exit status: 0 first bad commit "
+        "named, 1 BAD is not slower than GOOD, 2 error, 130 interrupted."
     )
-    parser.usage = "perfgate bisect [options] GOOD BAD -k CASE [-- PYTEST_ARG ...]"
-    parser.add_argument("good", metavar="GOOD", help="a commit where the case was fast")
-    parser.add_argument("bad", metavar="BAD", help="a later commit where it is slow")
-    parser.add_argument("-k", dest="case", required=True, metavar="CASE", help="pytest -k")
-    parser.add_argument("--tests", default="perf_tests", help="test path (default: %(default)s)")
-    parser.add_argument(
-        "--threshold",
-        type=_fraction,
-        default=None,
-        metavar="FRACTION",
-        help="smallest slowdown called bad, 0.1 or 10%% as --perf-gate-threshold takes it "
-        "(default: the test's marker, else from GOOD's measured noise, else 10%%)",
-    )
-    parser.add_argument("--alpha", type=_alpha, default=DEFAULT_ALPHA, help="significance level")
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=Path("perfgate-results") / "bisect",
-        metavar="DIR",
-        help="folder for the step log and measurements (default: %(default)s)",
-    )
+    examples = """\
+  perfgate bisect v1.0 HEAD -k 'test_matmul and triton-32'
+  perfgate bisect abc123 main -k flash-fp16 --threshold 5% -- --device cuda"""
+    usage = "perfgate bisect [options] GOOD BAD -k CASE [-- PYTEST_ARG ...]"
+    takes_pytest_args = True
+    interrupted = "the repository is left as it was"
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("good", metavar="GOOD", help="a commit where the case was fast")
+        parser.add_argument("bad", metavar="BAD", help="a later commit where it is slow")
+        add_step_arguments(parser.add_argument)
+        cls.add_out(parser, Path("perfgate-results") / "bisect",
+                    "folder for the step log and measurements")  # fmt: skip
+
+    @classmethod
+    def run(cls, args: argparse.Namespace, out, err) -> int:
+        return run_bisect(args, args.pytest_args, out, err)
 
 
 def _commit(revision: str, repo: Path) -> str:
-    try:
-        return git(["rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"], repo)
-    except BisectError:
-        raise BisectError(f"'{revision}' is not a commit of {repo} (check `git log`)") from None
+    commit = children.commit_of(repo, revision)
+    if commit is None:
+        raise BisectError(f"'{revision}' is not a commit of {repo} (check `git log`)")
+    return commit
 
 
 def _prepare(args, repo: Path) -> tuple[str, str, Path]:
     good, bad = _commit(args.good, repo), _commit(args.bad, repo)
     if good == bad:
         raise BisectError("GOOD and BAD are the same commit; name an older GOOD")
-    ancestor = subprocess.run(["git", "merge-base", "--is-ancestor", good, bad], cwd=repo)
-    if ancestor.returncode != 0:
+    if not git_succeeds(repo, "merge-base", "--is-ancestor", good, bad):
         raise BisectError(f"GOOD {args.good} is not an ancestor of BAD {args.bad}; swap them?")
     return good, bad, _new_folder(args.out / time.strftime("%Y%m%d-%H%M%S"))
 
@@ -138,14 +109,16 @@ def _new_folder(stem: Path) -> Path:
 def _bisect(args, extra, repo: Path, scratch: Path, out, err) -> int:
     good, bad, folder = _prepare(args, repo)
     log, checkout, good_checkout = folder / "steps.jsonl", scratch / "checkout", scratch / "good"
-    git(["worktree", "add", "--detach", str(good_checkout), good], repo)
-    git(["worktree", "add", "--detach", str(checkout), bad], repo)
+    children.add_worktree(repo, good_checkout, good)
+    children.add_worktree(repo, checkout, bad)
     options = [
-        "--good-json", str(folder / "good.json"), "--log", str(log), "--tests", args.tests,
+        "--good-json", str(folder / "good.json"), "--log", str(log),
         "-k", args.case, "--alpha", str(args.alpha), "--good-checkout", str(good_checkout),
     ]  # fmt: skip
+    if args.tests:
+        options += ["--tests", *args.tests]
     if args.threshold is not None:
-        options += ["--threshold", f"{args.threshold * 100:.15g}%"]  # 150 % stays 150 %
+        options += ["--threshold", args.threshold.text]  # as written: the step reads it alike
     print(f"measuring GOOD {good[:10]} in {good_checkout}...", file=err, flush=True)
     if step_main(options + ["--measure-good", "--", *extra], good_checkout) != 0:
         raise BisectError(f"the case did not run at GOOD {args.good}; see {folder}/good.log")
@@ -155,35 +128,33 @@ def _bisect(args, extra, repo: Path, scratch: Path, out, err) -> int:
         why = "cannot be shown slower than" if found == SKIP else "is not slower than"
         out.write(f"BAD {args.bad} {why} GOOD {args.good} (see the table): nothing to bisect\n")
         return 1
-    git(["bisect", "start", bad, good], checkout)
-    command = [sys.executable, "-c", STEP_CODE, *options, "--", *extra]
-    commits = int(git(["rev-list", "--count", f"{good}..{bad}"], repo))
-    output = _bisect_run(command, checkout, commits, err)
-    (folder / "git-bisect.log").write_text(output)
+    git(checkout, "bisect", "start", bad, good)
+    step = [sys.executable, "-c", STEP_CODE, *options, "--", *extra]
+    commits = int(git(repo, "rev-list", "--count", f"{good}..{bad}"))
+    transcript = _bisect_run(step, checkout, commits, err)
+    (folder / "git-bisect.log").write_text(transcript)
     out.write(log_table(log))
-    if "is the first bad commit" not in output:
+    if "is the first bad commit" not in transcript:
         raise BisectError(f"git bisect named no single commit; see {folder}/git-bisect.log")
-    first = git(["rev-parse", "refs/bisect/bad"], checkout)
-    subject = git(["log", "-1", "--format=%h %s", first], checkout)
+    first = git(checkout, "rev-parse", "refs/bisect/bad")
+    subject = git(checkout, "log", "-1", "--format=%h %s", first)
     out.write(f"\nfirst bad commit: {first}\n  {subject}\n")
     out.write(regression_of(log, first) + f"\nlog: {log}\n")
     return 0
 
 
-def _bisect_run(command: list[str], checkout: Path, commits: int, err) -> str:
-    """``git bisect run COMMAND``'s output, with progress after each step it reports (about
-    log2 of the ``commits`` between GOOD and BAD)."""
+def _bisect_run(step: list[str], checkout: Path, commits: int, err) -> str:
+    """``git bisect run STEP``'s output, with progress after each step it reports (about log2
+    of the ``commits`` between GOOD and BAD)."""
     steps = max(1, math.ceil(math.log2(max(commits, 2))))
-    lines = []
     with Progress(steps, "bisect steps", err) as progress:
-        with subprocess.Popen(["git", "bisect", "run", *command], cwd=checkout, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT) as run:  # fmt: skip
-            for line in run.stdout:
-                lines.append(line)
-                if line.startswith("Bisecting:") or "is the first bad commit" in line:
-                    progress.grow(max(0, progress.done + 1 - progress.total))
-                    progress.step(line.strip()[:100])
-    return "".join(lines)
+
+        def reported(line: str) -> None:
+            if line.startswith("Bisecting:") or "is the first bad commit" in line:
+                progress.grow(max(0, progress.done + 1 - progress.total))
+                progress.step(line.strip()[:100])
+
+        return children.git_transcript(checkout, "bisect", "run", *step, on_line=reported)
 
 
 def run_bisect(args: argparse.Namespace, extra: list[str], out, err) -> int:
@@ -191,11 +162,8 @@ def run_bisect(args: argparse.Namespace, extra: list[str], out, err) -> int:
     scratch = Path(tempfile.mkdtemp(prefix="perfgate-bisect-"))
     repo = None
     try:
-        repo = Path(git(["rev-parse", "--show-toplevel"], Path.cwd()))
+        repo = Path(git(Path.cwd(), "rev-parse", "--show-toplevel"))
         return _bisect(args, extra, repo, scratch, out, err)
-    except BisectError as error:
-        print(f"perfgate bisect: error: {error}", file=err)
-        return 2
     except KeyboardInterrupt:
         print("perfgate bisect: interrupted; the repository is left as it was", file=err)
         return 130
@@ -207,9 +175,7 @@ def run_bisect(args: argparse.Namespace, extra: list[str], out, err) -> int:
 
 
 def _remove_worktree(repo: Path, checkout: Path, err) -> None:
-    subprocess.run(["git", "bisect", "reset"], cwd=checkout, capture_output=True)
-    removed = subprocess.run(["git", "worktree", "remove", "--force", str(checkout)], cwd=repo,
-                             capture_output=True)  # fmt: skip
-    if removed.returncode != 0:
+    git_succeeds(checkout, "bisect", "reset")
+    if not children.remove_worktree(repo, checkout):
         print(f"perfgate bisect: could not remove the worktree {checkout}; run "
               "`git worktree prune` once it is gone", file=err)  # fmt: skip

@@ -6,46 +6,46 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
 
+from perfgate.ab.children import git
+from perfgate.arguments import add_alpha, add_fraction, add_test_paths
+from perfgate.cli import children
+from perfgate.cli.guard import CommandError
 from perfgate.cli.history_runs import load
 from perfgate.report.tables import render
 from perfgate.verdict.evidence import evidence
 from perfgate.verdict.judge import judge_all
 from perfgate.verdict.outcome import Verdict
-from perfgate.verdict.thresholds import Thresholds, parse_fraction
+from perfgate.verdict.thresholds import DEFAULT_ALPHA, Thresholds
 
 GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
 SLOWER = (str(Verdict.REGRESSION), str(Verdict.UNCONFIRMED))  # a bad commit, in the gate's words
 
 
-class BisectError(Exception):
+class BisectError(CommandError):
     """A bisection that cannot go on; the message says what to do."""
 
 
-def git(arguments: list[str], cwd: Path) -> str:
-    """stdout of a git command, stripped; BisectError with git's message when it fails."""
-    done = subprocess.run(["git", *arguments], cwd=cwd, capture_output=True, text=True)
-    if done.returncode != 0:
-        message = (done.stderr or done.stdout).strip().splitlines()
-        raise BisectError(f"git {arguments[0]} failed: {message[-1] if message else done}")
-    return done.stdout.strip()
+def add_step_arguments(addoption) -> None:
+    """What ``perfgate bisect`` and each of its steps take alike, declared once: the case, its
+    test paths, the threshold and the significance level (passed on as the user wrote them)."""
+    addoption("-k", dest="case", required=True, metavar="CASE", help="pytest -k")
+    add_test_paths(addoption)
+    add_fraction(addoption, "--threshold", None, "smallest slowdown called bad",
+                 "the test's marker, else from GOOD's measured noise, else 10%%")  # fmt: skip
+    add_alpha(addoption, DEFAULT_ALPHA)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="perfgate-bisect-step")
     parser.add_argument("--good-json", type=Path, required=True)
     parser.add_argument("--log", type=Path, required=True)
-    parser.add_argument("--tests", required=True)
-    parser.add_argument("-k", dest="case", required=True)
-    parser.add_argument("--threshold", type=parse_fraction, default=None)
-    parser.add_argument("--alpha", type=float, required=True)
     parser.add_argument("--good-checkout", type=Path, required=True)
     parser.add_argument("--measure-good", action="store_true")
+    add_step_arguments(parser.add_argument)
     return parser
 
 
@@ -53,15 +53,12 @@ def _measure(args, stem: str, extra: list[str], cwd: Path) -> tuple[Path | None,
     """Run the case with pytest in ``cwd``: (its benchmark JSON, '') or (None, why not)."""
     folder = args.good_json.parent
     result, log = folder / f"{stem}.json", folder / f"{stem}.log"
-    command = [sys.executable, "-m", "pytest", args.tests, "-k", args.case, "-q",
-               "-p", "no:cacheprovider", "--benchmark-enable", f"--benchmark-json={result}",
-               *extra]  # fmt: skip
-    # pytest-benchmark disables itself inside an xdist worker, which it tells by this variable
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}
-    with log.open("w") as stream:
-        status = subprocess.run(command, cwd=cwd, env=env, stdout=stream, stderr=subprocess.STDOUT)
-    if status.returncode != 0:
-        return None, f"pytest exited {status.returncode} (see {log.name})"
+    command = children.pytest(*(args.tests or ()), "-k", args.case, "-q", "-p", "no:cacheprovider",
+                              "--benchmark-enable", f"--benchmark-json={result}",
+                              *extra)  # fmt: skip
+    status = children.run(command, cwd=cwd, log=log)
+    if status != 0:
+        return None, f"pytest exited {status} (see {log.name})"
     if not result.is_file() or not load(result).benchmarks:
         return None, "no benchmark ran"
     return result, ""
@@ -124,8 +121,8 @@ def step_main(argv: list[str], cwd: Path | None = None) -> int:
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     args = _parser().parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     try:
-        commit = git(["rev-parse", "HEAD"], cwd)
-        entry = {"commit": commit, "subject": git(["log", "-1", "--format=%s"], cwd)}
+        commit = git(cwd, "rev-parse", "HEAD")
+        entry = {"commit": commit, "subject": git(cwd, "log", "-1", "--format=%s")}
         stem = "good" if args.measure_good else commit[:12]
         result, why = _measure(args, stem, extra, cwd)
         if result is None:

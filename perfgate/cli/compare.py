@@ -8,18 +8,21 @@ re-run is missing, so a time or ratio failure reads "unconfirmed", as in the gat
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Sequence
 
+from perfgate import arguments
 from perfgate import format as fmt
 from perfgate.benchmark import Run, describe_changes, environment_changes
+from perfgate.cli.command import Command
 from perfgate.cli.guard import CommandError
-from perfgate.cli.runs import baseline_set_of, matches
+from perfgate.cli.runs import Hardware, add_where, baseline_set_of, matches
 from perfgate.format import MISSING, fmt_percent, fmt_time
 from perfgate.report.tables import render
 from perfgate.verdict import summary
 from perfgate.verdict.judge import GateResult, Verdict, judge
-from perfgate.verdict.thresholds import Thresholds
+from perfgate.verdict.thresholds import DEFAULT_ALPHA, Thresholds, parse_thresholds
 
 ENVIRONMENT_KEYS = ("torch", "triton", "cuda", "cudnn", "driver", "python")
 
@@ -117,3 +120,57 @@ def compare_json(a: Run, b: Run, thresholds: Thresholds, patterns: Sequence[str]
     """The verdict rows as JSON, the same objects the gate writes beside its summary."""
     _, results = compare_results(a, b, thresholds, patterns)
     return json.dumps(summary.as_json(results), indent=2) + "\n"
+
+
+class Compare(Command):
+    name = "compare"
+    summary = "compare two runs benchmark by benchmark"
+    examples = """\
+  perfgate compare                          # the newest two runs of this hardware
+  perfgate compare 0003 0004 --filter attn  # runs 3 and 4, attention benchmarks only
+  perfgate compare old.json new.json --markdown > compare.md"""
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "run_a", nargs="?", metavar="RUN_A", help="baseline (default: the 2nd newest run)"
+        )
+        parser.add_argument(
+            "run_b", nargs="?", metavar="RUN_B", help="current (default: the newest run)"
+        )
+        parser.add_argument(
+            "--filter",
+            action="append",
+            default=[],
+            metavar="PATTERN",
+            help="glob or substring of the benchmark name (repeatable)",
+        )
+        parser.add_argument("--markdown", action="store_true", help="print GitHub markdown")
+        parser.add_argument("--json", action="store_true", help="print the verdicts as JSON")
+        arguments.add_thresholds(
+            parser.add_argument,
+            "--threshold",
+            "what a test declared, else from each case's measured noise",
+        )
+        arguments.add_alpha(parser.add_argument, DEFAULT_ALPHA)
+        add_where(parser)
+
+    @classmethod
+    def run(cls, args: argparse.Namespace, out, err) -> int:
+        hardware = Hardware(args.baselines, args.hardware)
+        explicit = [a for a in (args.run_a, args.run_b) if a]
+        print("reading runs...", file=err, flush=True)
+        if len(explicit) == 1:
+            a, b = hardware.resolve(explicit[0]), hardware.newest(1)[0]
+        elif explicit:
+            a, b = (hardware.resolve(argument) for argument in explicit)
+        else:
+            a, b = hardware.newest(2)
+        if a.path.resolve() == b.path.resolve():
+            raise CommandError(f"RUN_A and RUN_B are the same file ({a.path}); name two runs")
+        thresholds = parse_thresholds(args.threshold, alpha=args.alpha)
+        if args.json:
+            out.write(compare_json(a, b, thresholds, args.filter))
+        else:
+            out.write(compare_text(a, b, thresholds, args.filter, args.markdown))
+        return 0

@@ -15,15 +15,16 @@ import argparse
 import json
 from pathlib import Path
 
+from perfgate import arguments
+from perfgate.cli.command import Command
 from perfgate.cli.history_runs import runs_by_hardware
-from perfgate.cli.runs import default_store_root
+from perfgate.cli.runs import store_root
 from perfgate.report.dashboard import (
     DashboardError,
     build,
     regressions_markdown,
     summary_markdown,
 )
-from perfgate.store import StoreError as RunError
 from perfgate.verdict.outcome import Verdict
 from perfgate.verdict.rows import GateRow, from_json
 
@@ -40,63 +41,16 @@ def read_gate_regressions(path: Path) -> list[GateRow]:
         ) from None
 
 
-def add_dashboard_parser(commands, formatter) -> None:
-    """The ``dashboard`` subcommand of the perfgate command line."""
-    summary = "static HTML history of every benchmark, with steps and environment changes"
-    parser = commands.add_parser(
-        "dashboard",
-        help=summary,
-        description=summary + ". Built from every hardware folder under the baseline root "
-        "plus the RUN.json files given (e.g. the night's --benchmark-json), which join their "
-        "hardware's history; the steps those files revealed are printed as markdown. The site "
-        "opens from disk: DIR/index.html. Exit status: 0 written, 2 error.",
-        epilog="examples:\n  perfgate dashboard --out docs/dashboard\n"
-        "  perfgate dashboard --out perfgate-results/dashboard perfgate-results/nightly.json",
-        formatter_class=formatter,
-    )
-    parser.add_argument("runs", nargs="*", type=Path, metavar="RUN.json", help="extra run files")
-    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="site folder")
-    parser.add_argument(
-        "--baselines",
-        metavar="DIR",
-        help="baseline root (default: ./baselines, else ./.benchmarks)",
-    )
-    parser.add_argument(
-        "--summary",
-        type=Path,
-        metavar="FILE",
-        help="also append the new steps (markdown) to FILE, e.g. $GITHUB_STEP_SUMMARY",
-    )
-    parser.add_argument(
-        "--gate",
-        type=Path,
-        metavar="GATE.json",
-        help="the gate's JSON summary of the night: each confirmed regression is listed first, "
-        "linked to its page, with a trend line of its history",
-    )
-    parser.add_argument(
-        "--link-base",
-        default=".",
-        metavar="URL",
-        help="prefix of page links in the printed new steps (default: %(default)s)",
-    )
-
-
 def run_dashboard(args: argparse.Namespace, out, err) -> int:
     """Build the site; returns the exit status (see the module docstring)."""
-    root = Path(args.baselines) if args.baselines else default_store_root()
-    try:
-        regressions = read_gate_regressions(args.gate) if args.gate else []
-        grouped = runs_by_hardware(root, args.runs)
-        if not grouped:
-            raise DashboardError(
-                f"no saved runs under {root} and no run files given; pass --baselines DIR or "
-                "RUN.json"
-            )
-        index, revealed = build(grouped, args.runs, args.out, err)
-    except (DashboardError, RunError) as error:
-        print(f"perfgate dashboard: error: {error}", file=err)
-        return 2
+    root = store_root(args.baselines).path
+    regressions = read_gate_regressions(args.gate) if args.gate else []
+    grouped = runs_by_hardware(root, args.runs)
+    if not grouped:
+        raise DashboardError(
+            f"no saved runs under {root} and no run files given; pass --baselines DIR or RUN.json"
+        )
+    index, revealed = build(grouped, args.runs, args.out, err)
     print(f"wrote {index}", file=err)
     if args.runs or regressions:
         text = regressions_markdown(regressions, grouped, args.link_base)
@@ -106,3 +60,48 @@ def run_dashboard(args: argparse.Namespace, out, err) -> int:
             with args.summary.open("a", encoding="utf-8") as summary:
                 summary.write(text)
     return 0
+
+
+class Dashboard(Command):
+    name = "dashboard"
+    summary = "static HTML history of every benchmark, with steps and environment changes"
+    description = (
+        summary + ". Built from every hardware folder under the baseline root plus the RUN.json "
+        "files given (e.g. the night's --benchmark-json), which join their hardware's history; "
+        "the steps those files revealed are printed as markdown. The site opens from disk: "
+        "DIR/index.html. Exit status: 0 written, 2 error."
+    )
+    examples = """\
+  perfgate dashboard --out docs/dashboard
+  perfgate dashboard --out perfgate-results/dashboard perfgate-results/nightly.json"""
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "runs", nargs="*", type=Path, metavar="RUN.json", help="extra run files"
+        )
+        cls.add_out(parser, None, "site folder", required=True)
+        arguments.add_baselines(parser.add_argument, "--baselines")
+        parser.add_argument(
+            "--summary",
+            type=Path,
+            metavar="FILE",
+            help="also append the new steps (markdown) to FILE, e.g. $GITHUB_STEP_SUMMARY",
+        )
+        parser.add_argument(
+            "--gate",
+            type=Path,
+            metavar="GATE.json",
+            help="the gate's JSON summary of the night: each confirmed regression is listed first, "
+            "linked to its page, with a trend line of its history",
+        )
+        parser.add_argument(
+            "--link-base",
+            default=".",
+            metavar="URL",
+            help="prefix of page links in the printed new steps (default: %(default)s)",
+        )
+
+    @classmethod
+    def run(cls, args: argparse.Namespace, out, err) -> int:
+        return run_dashboard(args, out, err)

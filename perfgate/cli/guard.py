@@ -14,18 +14,19 @@ from perfgate.outputs import check_file, check_folder
 
 
 class CommandError(Exception):
-    """What a command was asked cannot be done (not a problem of the store); the message is one
-    line that says what to do, and the command exits 2."""
+    """What a command was asked cannot be done; the message is one line that says what to do,
+    printed as ``perfgate NAME: error: ...`` (or ``label``), and the command exits ``status``."""
 
-
-FILE_OUT = {"ab", "merge"}  # commands whose --out is a file; the others' is a folder
+    def __init__(self, message: str, status: int = 2, label: str = "error"):
+        super().__init__(message)
+        self.status, self.label = status, label
 
 
 def check_outputs(args: argparse.Namespace, err) -> None:
     """BadOutput (one line) for an --out or --summary that cannot be written."""
     out = getattr(args, "out", None)
     if out is not None and not getattr(args, "no_plots", False):
-        check = check_file if args.command in FILE_OUT else check_folder
+        check = check_file if args.handler.out_is_file else check_folder
         check(out, "--out")
     summary = getattr(args, "summary", None)
     if summary is not None and str(summary) in ("", "."):

@@ -14,9 +14,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from perfgate import format as fmt
-from perfgate import store
+from perfgate import arguments, store
+from perfgate.cli.command import Command
 from perfgate.cli.guard import CommandError
+from perfgate.cli.runs import store_root
 from perfgate.fields import RunField
 from perfgate.progress import Progress
 from perfgate.store.merge import MergeError, merge_shards
@@ -27,23 +28,25 @@ EXAMPLES = """\
   perfgate merge shards/*.json --save nightly-merged      # baselines/<key>/<machine>/NNNN_..."""
 
 
-def add_parser(commands, formatter) -> None:
+class Merge(Command):
+    name = "merge"
     summary = "join the shard runs of one --perf-shard I/N matrix into one run"
-    merge = commands.add_parser(
-        "merge",
-        help=summary,
-        description=summary,
-        epilog="examples:\n" + EXAMPLES,
-        formatter_class=formatter,
-    )
-    merge.add_argument("shards", nargs="+", metavar="SHARD.json", help="every shard's run file")
-    merge.add_argument("--out", type=Path, metavar="RUN.json", help="write the merged run here")
-    merge.add_argument(
-        "--save",
-        metavar="NAME",
-        help="save the merged run into the store as the next NNNN_NAME.json of its hardware key",
-    )
-    merge.add_argument("--baselines", metavar="DIR", help="baseline root (default: ./baselines)")
+    examples = EXAMPLES
+    out_is_file = True
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("shards", nargs="+", metavar="SHARD.json",
+                            help="every shard's run file")  # fmt: skip
+        cls.add_out(parser, None, "write the merged run here")
+        parser.add_argument("--save", metavar="NAME",
+                            help="save the merged run into the store as the next NNNN_NAME.json "
+                            "of its hardware key")  # fmt: skip
+        arguments.add_baselines(parser.add_argument, "--baselines")
+
+    @classmethod
+    def run(cls, args: argparse.Namespace, out, err) -> int:
+        return run_merge(args, out, err)
 
 
 def run_merge(args: argparse.Namespace, out, err) -> int:
@@ -62,18 +65,18 @@ def run_merge(args: argparse.Namespace, out, err) -> int:
     try:
         merged = merge_shards(runs)
     except MergeError as error:
-        print(f"perfgate merge: refused: {fmt.terminal(error)}", file=err)
-        return MERGE_REFUSED
+        raise CommandError(str(error), MERGE_REFUSED, "refused") from None
     cases = len(merged["benchmarks"])
     if args.out:
         print(f"wrote {store.write_new(args.out, merged)} ({cases} cases)", file=out)
     if args.save:
-        root = Path(args.baselines) if args.baselines else Path("baselines")
+        root = store_root(args.baselines)
         key = merged["machine_info"][RunField.PERFGATE].get(RunField.HARDWARE_KEY) or "unknown"
+        folder = root.path / key if root.per_hardware else root.path  # as the plugin saves
         try:
-            saved = store.save(root / key, machine_id(merged["machine_info"]), args.save, merged)
+            saved = store.save(folder, machine_id(merged["machine_info"]), args.save, merged)
         except OSError as error:
-            raise CommandError(f"cannot save into {root / key}: {error.strerror}") from None
+            raise CommandError(f"cannot save into {folder}: {error.strerror}") from None
         print(f"saved {saved} ({cases} cases)", file=out)
     return 0
 

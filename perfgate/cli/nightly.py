@@ -14,61 +14,71 @@ continues after both).
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from perfgate.ab import fanin, gpus, night
+from perfgate.arguments import add_count, add_fraction, add_test_paths
 from perfgate.benchmark import Run
 from perfgate.cli.ab import add_run_options, test_paths, time_limit
+from perfgate.cli.command import Command
 from perfgate.cli.guard import CommandError
 from perfgate.cli.runs import Hardware
 
 
-def add_parser(commands, fraction) -> None:
-    nightly = commands.add_parser(
-        "nightly",
-        help="the nightly gate: stored comparison, then an A/B of what it cannot settle",
-        description=__doc__.split("\n\n")[0],
-    )
-    nightly.usage = ("perfgate nightly [-h] [--results DIR] [--confirm-only] [--base-ref REF] "
-                     "[--baseline RUN] [--tests PATH ...] [--screen FRACTION] "
-                     "[--target FRACTION] [--blocks B] [--more-blocks M] [--gpus G] "
-                     "[--time-limit T] [--resume] [--shards DIR ...] "
-                     "[-- PYTEST_ARG ...]")  # fmt: skip
-    nightly.add_argument("--results", type=Path, default=night.RESULTS, metavar="DIR",
-                         help="folder for gate.*, nightly.json, ab.json, nightly.md")  # fmt: skip
-    nightly.add_argument("--confirm-only", action="store_true",
-                         help="skip the stored comparison; read DIR/gate.json")  # fmt: skip
-    nightly.add_argument("--base-ref", metavar="REF", help="A's commit (default: the baseline's)")
-    nightly.add_argument("--baseline", metavar="RUN", help="baseline run file")
-    nightly.add_argument("--tests", nargs="+", metavar="PATH",
-                         help="test paths (default: perf_tests/ where the tree has one, else "
-                         "pytest's testpaths)")  # fmt: skip
-    nightly.add_argument("--screen", type=fraction, default=night.SCREEN, metavar="FRACTION",
-                         help="stored change that sends a gated case to the A/B (1%%)")  # fmt: skip
-    nightly.add_argument("--target", type=fraction, default=night.TARGET, metavar="FRACTION",
-                         help="the A/B's threshold (3%%)")  # fmt: skip
-    nightly.add_argument("--blocks", type=int, default=3, metavar="B",
-                         help="A/B block pairs (default: %(default)s)")  # fmt: skip
-    nightly.add_argument("--more-blocks", type=int, default=3, metavar="M",
-                         help="more block pairs for the cases left undecided "
-                              "(default: %(default)s)")  # fmt: skip
-    add_run_options(nightly)
-    nightly.add_argument("--shards", nargs="+", type=Path, metavar="DIR",
-                         help="join the results folders of a sharded nightly's N runners into "
-                         "--results, and judge the night they make")  # fmt: skip
+class Nightly(Command):
+    name = "nightly"
+    summary = "the nightly gate: stored comparison, then an A/B of what it cannot settle"
+    description = __doc__.split("\n\n")[0]
+    examples = """\
+  perfgate nightly --tests benchmarks -- --device cuda
+  perfgate nightly --confirm-only --results perfgate-results  # its gate.json is there already"""
+    usage = ("perfgate nightly [-h] [--results DIR] [--confirm-only] [--base-ref REF] "
+             "[--baseline RUN] [--tests PATH ...] [--screen FRACTION] [--target FRACTION] "
+             "[--blocks B] [--more-blocks M] [--gpus G] [--time-limit T] [--resume] "
+             "[--shards DIR ...] [-- PYTEST_ARG ...]")  # fmt: skip
+    takes_pytest_args = True
+    interrupted = "the base worktree was removed; --resume continues"
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--results",
+            type=Path,
+            default=night.RESULTS,
+            metavar="DIR",
+            help="folder for gate.*, nightly.json, ab.json, nightly.md",
+        )
+        parser.add_argument("--confirm-only", action="store_true",
+                            help="skip the stored comparison; read DIR/gate.json")  # fmt: skip
+        parser.add_argument("--base-ref", metavar="REF",
+                            help="A's commit (default: the baseline's)")  # fmt: skip
+        parser.add_argument("--baseline", metavar="RUN", help="baseline run file")
+        add_test_paths(parser.add_argument)
+        add_fraction(parser.add_argument, "--screen", night.SCREEN,
+                     "stored change that sends a gated case to the A/B")  # fmt: skip
+        add_fraction(parser.add_argument, "--target", night.TARGET, "the A/B's threshold")
+        add_count(parser.add_argument, "--blocks", 3, 2, "A/B block pairs", "B")
+        add_count(parser.add_argument, "--more-blocks", 3, 0,
+                  "more block pairs for the cases left undecided", "M")  # fmt: skip
+        add_run_options(parser)
+        parser.add_argument("--shards", nargs="+", type=Path, metavar="DIR",
+                            help="join the results folders of a sharded nightly's N runners "
+                            "into --results, and judge the night they make")  # fmt: skip
+
+    @classmethod
+    def run(cls, args: argparse.Namespace, out, err) -> int:
+        return run(args, args.pytest_args, out, err)
 
 
 def options_from(args, pytest_args: list[str]) -> night.NightlyOptions:
-    if args.blocks < 2:
-        raise CommandError(f"--blocks {args.blocks}: at least 2 (3 or more for significance)")
-    if args.more_blocks < 0:
-        raise CommandError(f"--more-blocks {args.more_blocks}: 0 or more")
+    """The night of the parsed command line (each value checked by its option's type)."""
     if args.resume and args.confirm_only:
         raise CommandError("--resume continues from DIR/gate.json already: drop --confirm-only")
     return night.NightlyOptions(
         args.results, args.confirm_only, args.resume, args.base_ref, args.baseline,
         gate_baseline, args.screen, args.target, args.blocks, args.more_blocks,
-        pytest_args, test_paths(Path.cwd(), args.tests), gpus.lanes(args.gpus),
+        pytest_args, test_paths(args.tests), gpus.lanes(args.gpus),
         time_limit(args.time_limit),
     )  # fmt: skip
 

@@ -4,35 +4,28 @@ DIR/<name>.trace.json (Chrome trace) for each case it runs."""
 
 from __future__ import annotations
 
+import argparse
 import shlex
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from perfgate.cli import children
+from perfgate.cli.command import Command
+from perfgate.cli.guard import CommandError
 
 DEFAULT_FOLDER = Path("perfgate-results/profile")
 TRACE_SUFFIX = ".trace.json"
 PYTEST_USAGE_ERROR = 4  # pytest's exit code for bad arguments, e.g. an unknown option
 PYTEST_NO_TESTS = 5  # pytest's exit code when nothing was collected
 NOTHING_PROFILED = 2  # the command's error status: pytest passed, but no case was profiled
+LIST_IDS = "list the ids with `pytest --collect-only -q`"
 
 
 def profile_argv(test_id: str, folder: Path, extra: Sequence[str] = ()) -> list[str]:
     """The pytest command line that profiles ``test_id`` into ``folder``."""
-    return [
-        sys.executable,
-        "-m",
-        "pytest",
-        test_id,
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "no:xdist",
-        "--perf-profile",
-        str(folder),
-        *extra,
-    ]
+    return children.pytest(test_id, "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                           "--perf-profile", str(folder), *extra)  # fmt: skip
 
 
 def _files(folder: Path) -> dict[Path, int]:
@@ -41,17 +34,16 @@ def _files(folder: Path) -> dict[Path, int]:
 
 def _no_profile_hint(returncode: int, folder: Path) -> str:
     if returncode == PYTEST_NO_TESTS:
-        return "no test matched TEST_ID; list the ids with `pytest perf_tests --collect-only -q`"
+        return f"no test matched TEST_ID; {LIST_IDS}"
     if returncode == PYTEST_USAGE_ERROR:
         return (
             "pytest found no test TEST_ID names, or rejected the arguments after -- (see its "
-            "output above); list the ids with `pytest perf_tests --collect-only -q`"
+            f"output above); {LIST_IDS}"
         )
     if returncode == 0:
         return (
             "the case ran, but only cases timed by perfgate.measure.timing (time_wall, "
-            "time_device, as this repository's perf_tests/ are) are profiled; perfgate profile "
-            "is for those"
+            "time_device) are profiled; perfgate profile is for those"
         )
     return f"nothing was written to {folder}; see the pytest output above"
 
@@ -69,30 +61,18 @@ def run_profile(
     test_id: str, folder: Path = DEFAULT_FOLDER, extra: Sequence[str] = (), out=None, err=None
 ) -> int:
     """Run pytest on ``test_id`` with --perf-profile, stream its output, then print each
-    operator table written and the trace paths. Returns pytest's exit status."""
+    operator table written and the trace paths. Returns pytest's exit status; CommandError
+    (pytest's status, else 2) when nothing was profiled."""
     out = out or sys.stdout
     err = err or sys.stderr
     folder = Path(folder)
     if problem := _id_problem(test_id):
-        print(f"perfgate profile: error: TEST_ID {test_id!r}: {problem}; list the ids with "
-              "`pytest perf_tests --collect-only -q`", file=err)  # fmt: skip
-        return 2
+        raise CommandError(f"TEST_ID {test_id!r}: {problem}; {LIST_IDS}")
     folder.mkdir(parents=True, exist_ok=True)
     before = _files(folder)
     command = profile_argv(test_id, folder, extra)
     print(f"running: {shlex.join(command)}", file=err, flush=True)
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
-    )
-    try:
-        for line in process.stdout:
-            out.write(line)
-            out.flush()
-        returncode = process.wait()
-    except BaseException:  # Ctrl-C or SIGTERM: the child must not outlive the command
-        process.kill()
-        process.wait()
-        raise
+    returncode = children.stream(command, out)
     written = sorted(p for p, stamp in _files(folder).items() if before.get(p) != stamp)
     tables = [p for p in written if p.suffix == ".txt"]
     traces = [p for p in written if p.name.endswith(TRACE_SUFFIX)]
@@ -104,6 +84,26 @@ def run_profile(
             f"Chrome trace: {trace} (open in https://ui.perfetto.dev or chrome://tracing)", file=out
         )
     if not tables and not traces:
-        print(f"perfgate: no profile written: {_no_profile_hint(returncode, folder)}", file=err)
-        return returncode or NOTHING_PROFILED
+        hint = _no_profile_hint(returncode, folder)
+        raise CommandError(f"no profile written: {hint}", returncode or NOTHING_PROFILED)
     return returncode
+
+
+class Profile(Command):
+    name = "profile"
+    summary = "one benchmark case under torch.profiler"
+    usage = "perfgate profile [-h] [--out DIR] TEST_ID [-- PYTEST_ARG ...]"
+    takes_pytest_args = True
+    examples = """\
+  perfgate profile 'tests/test_attention.py::test_attention[cpu-fp32]'
+  perfgate profile 'tests/test_attention.py::test_attention[cuda-fp16]' \\
+      --out prof/ -- -p no:randomly    # arguments after -- go to pytest"""
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("test_id", metavar="TEST_ID", help="a pytest id of one benchmark case")
+        cls.add_out(parser, DEFAULT_FOLDER, "folder for the tables and traces")
+
+    @classmethod
+    def run(cls, args: argparse.Namespace, out, err) -> int:
+        return run_profile(args.test_id, args.out, args.pytest_args, out, err)

@@ -1,19 +1,52 @@
-"""What a RUN argument names on the command line: a path to a pytest-benchmark JSON file, or a
-run number (``3``, ``0003``) or a name fragment (``h100-full``) in one hardware folder of the
-baseline store. Runs are read through ``perfgate.store`` only; a baseline's set is
-``store.baseline``'s, the same choice as the pytest plugin's."""
+"""Where the commands find saved runs, and what a RUN argument names on the command line: a path
+to a pytest-benchmark JSON file, or a run number (``3``, ``0003``) or a name fragment
+(``h100-full``) in one hardware folder of the baseline store. Runs are read through
+``perfgate.store`` only; a baseline's set is ``store.baseline``'s, the same choice as the pytest
+plugin's, and the store's root is found by the plugin's rule (``store_root``)."""
 
 from __future__ import annotations
 
+import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
-from perfgate import store
+from perfgate import arguments, store
 from perfgate.benchmark import Run
+from perfgate.cli.project import setting_path
 from perfgate.report.common import matches as matches  # re-exported (cli.compare)
-from perfgate.store.baseline import candidates, key_folder
+from perfgate.store.baseline import candidates, key_folder, this_machine_key
 from perfgate.store.baseline import set_of as baseline_set_of  # noqa: F401 (cli.compare)
 
+RESULTS = Path("perfgate-results")  # where the commands write by default
 PYTEST_BENCHMARK_STORAGE = Path(".benchmarks")  # its default --benchmark-storage, <machine id>/
+
+
+@dataclass(frozen=True)
+class StoreRoot:
+    """The folder saved runs are under; ``per_hardware``: ``<path>/<hardware key>/<machine>/``,
+    else pytest-benchmark's own storage, ``<path>/<machine id>/`` (another project's)."""
+
+    path: Path
+    per_hardware: bool = True
+
+
+def store_root(given: str | None) -> StoreRoot:
+    """The store's root, by the plugin's one rule: ``--baselines DIR``; else the project's ini
+    setting ``perfgate_baselines`` (from the ini file's folder); else pytest-benchmark's own
+    storage, ``.benchmarks`` in the working folder."""
+    if given:
+        return StoreRoot(Path(given).expanduser())
+    configured = setting_path("perfgate_baselines")
+    if configured is not None:
+        return StoreRoot(configured)
+    return StoreRoot(PYTEST_BENCHMARK_STORAGE.resolve(), per_hardware=False)
+
+
+def add_where(parser: argparse.ArgumentParser) -> None:
+    """``--baselines DIR`` and ``--hardware KEY``: where RUN arguments are looked up."""
+    where = parser.add_argument_group("where saved runs are looked up")
+    arguments.add_baselines(where.add_argument, "--baselines")
+    where.add_argument("--hardware", metavar="KEY", help="hardware folder (default: this one)")
 
 
 class Hardware:
@@ -21,21 +54,16 @@ class Hardware:
     (finding this machine's key imports torch)."""
 
     def __init__(self, baselines: str | None, key: str | None):
-        self.root = Path(baselines) if baselines else default_baselines_root()
+        self.root = store_root(baselines)
         self._key = key
-        # another project, without a baselines/ folder: pytest-benchmark's own storage
-        self.storage = None
-        if baselines is None and not self.root.is_dir():
-            if PYTEST_BENCHMARK_STORAGE.is_dir():
-                self.storage = PYTEST_BENCHMARK_STORAGE.resolve()
 
     @property
     def folder(self) -> Path:
-        if self.storage is not None:
-            return self.storage
+        if not self.root.per_hardware:
+            return self.root.path
         if self._key is None:
-            self._key = this_hardware_key()
-        return key_folder(self.root, self._key)
+            self._key = this_machine_key()
+        return key_folder(self.root.path, self._key)
 
     def resolve(self, argument: str) -> Run:
         """The run a RUN argument names; an existing path needs no hardware folder."""
@@ -64,33 +92,3 @@ class Hardware:
                 f"or a run number such as 0001), or {store.SAVE_HINT}"
             )
         return runs[-count:]
-
-
-def default_baselines_root() -> Path:
-    """The nearest ``baselines/`` folder from the working directory up, else ./baselines."""
-    here = Path.cwd().resolve()
-    for folder in (here, *here.parents):
-        if (folder / "baselines").is_dir():
-            return folder / "baselines"
-    return here / "baselines"
-
-
-def default_store_root() -> Path:
-    """The nearest ``baselines/``; without one, pytest-benchmark's ``.benchmarks/`` where it
-    exists (another project's store: its machine-id folders stand for hardware folders)."""
-    root = default_baselines_root()
-    if not root.is_dir() and PYTEST_BENCHMARK_STORAGE.is_dir():
-        return PYTEST_BENCHMARK_STORAGE.resolve()
-    return root
-
-
-def this_hardware_key() -> str:
-    """This machine's hardware key: its GPU where torch sees one, else its CPU (imports torch
-    where installed, so only called when a key is needed)."""
-    from perfgate.measure.machine import hardware_key
-
-    try:
-        import torch
-    except ImportError:  # perfgate without its torch extra: a CPU key
-        return hardware_key(use_cuda=False)
-    return hardware_key(use_cuda=torch.cuda.is_available())

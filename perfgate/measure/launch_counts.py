@@ -6,7 +6,8 @@ on them (``perfgate/verdict/launches.py``) and shows its time.
 The counts come from the profiler (CUPTI), and a CUDA profiler session leaves CUPTI attached,
 which slows every later launch of the process (pytorch/pytorch#144455). So a case is never
 counted between timings: after the main loop, and after the gate's confirmation re-runs, the
-countable cases run once more in counting mode (``count_cases``), as profiles are stored.
+countable cases run once more in counting mode (``session.reruns.count_launches``), as profiles
+are stored.
 """
 
 from __future__ import annotations
@@ -18,12 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pytest
-
 from perfgate import _pytest_benchmark
 from perfgate.fields import Clock, Field
 from perfgate.measure.mode import Mode
-from perfgate.reruns import run_again, say
 
 if TYPE_CHECKING:  # torch is imported where a case is counted, never by the gate's session
     import torch
@@ -84,23 +82,3 @@ def count_case(benchmark, fn: Callable[[], object], device: torch.device, mode: 
     mode.counts[benchmark.fullname] = count_trace(events, COUNTED_CALLS)
     _pytest_benchmark.mark_profiled(benchmark)
     return {Field.CLOCK: Clock.COUNTED}
-
-
-def count_cases(session: pytest.Session, mode: Mode, names: set[str]) -> dict[str, dict]:
-    """Run the named countable cases again in counting mode; set their ``extra_info`` counts in
-    the session's results and return them (name -> counts)."""
-    config = session.config
-    names = names & mode.countable
-    if not names:
-        return {}
-    say(config, f"perfgate: counting the launches of {len(names)} wall-timed CUDA cases")
-    start = _pytest_benchmark.result_count(config)
-    with mode.switched(counting=True):
-        try:
-            run_again(session, names)
-        finally:
-            _pytest_benchmark.take_results_since(config, start)  # cases timed anyway
-    counts = {name: mode.counts[name] for name in names if name in mode.counts}
-    for name, value in counts.items():
-        _pytest_benchmark.add_extra_info(config, name, KEY, value)
-    return counts

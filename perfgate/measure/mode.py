@@ -2,7 +2,7 @@
 in a pass after it, be profiled or have their launches counted instead; and what they left.
 
 One ``Mode`` per pytest session, kept in that session's ``config.stash``: the passes after the
-main loop (``perfgate.gate``, ``perfgate.plugin``) switch it, ``measure.timing`` reads it
+main loop (``perfgate.session.gate``, ``perfgate.plugin``) switch it, ``measure.timing`` reads it
 through the benchmark fixture (``of``). Nothing is kept at module level, so pytest sessions run
 one after another in one process never see each other's.
 """

@@ -3,10 +3,10 @@
 - ``--perf-profile DIR``, and the gate for what it confirmed: each case runs a few calls under
   the profiler and writes its operator table and a Chrome trace to DIR;
 - runs that are saved (a baseline to be; ``--perf-store-profiles``): after the whole session,
-  each timed case runs once more under the profiler and its compact profile is stored in its
-  ``extra_info["profile"]`` (``store_profiles``), so a later regression can be attributed kernel
-  by kernel. Never between timings: a CUDA profiler session leaves CUPTI attached, which slows
-  every later kernel launch of the process (pytorch/pytorch#144455).
+  each timed case runs once more under the profiler (``session.reruns.store_profiles``) and its
+  compact profile is stored in its ``extra_info["profile"]``, so a later regression can be
+  attributed kernel by kernel. Never between timings: a CUDA profiler session leaves CUPTI
+  attached, which slows every later kernel launch of the process (pytorch/pytorch#144455).
 
 A compact profile (``compact``) holds, per call, the self time of the largest kernels (device
 time on CUDA, operator CPU time on the CPU) and the bytes allocated under each operator; every
@@ -16,17 +16,13 @@ profiled case leaves one in its session's ``Mode.profiles``.
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pytest
-
 from perfgate import _pytest_benchmark
 from perfgate.fields import PROFILE_ROWS, Clock, Field, Profile
 from perfgate.measure.mode import Mode
-from perfgate.reruns import run_again, say
 
 if TYPE_CHECKING:  # torch is imported where a case is profiled, never by the gate's session
     import torch
@@ -45,32 +41,6 @@ def instead_of_timing(benchmark, fn: Callable[[], object], device: torch.device,
     instead of timed (its facts for ``extra_info``), else None (time it)."""
     mode.profilable.add(benchmark.fullname)
     return profile_calls(benchmark, fn, device, mode) if mode.profiling() else None
-
-
-def store_profiles(session: pytest.Session, mode: Mode) -> None:
-    """Store a compact profile with every case this session timed, for a run that is saved:
-    the timed cases run once more, profiled instead of timed, and their profiles go to
-    pytest-benchmark's results before it writes the run. A pass after the main loop (and after
-    the gate's re-runs): profiling leaves CUPTI attached, which would slow later timings."""
-    config = session.config
-    timed = _pytest_benchmark.timed_names(config) & mode.profilable
-    if not timed:
-        return
-    say(config, f"perfgate: profiling {len(timed)} timed cases to store with the run")
-    start, start_time = _pytest_benchmark.result_count(config), time.perf_counter()
-    with mode.switched(collecting=True):
-        try:
-            failed = run_again(session, timed)
-        finally:
-            _pytest_benchmark.take_results_since(config, start)  # cases timed anyway
-    stored = timed & set(mode.profiles)
-    for name in stored:
-        _pytest_benchmark.add_extra_info(config, name, Field.PROFILE, mode.profiles[name])
-    seconds = time.perf_counter() - start_time
-    say(config, f"perfgate: {len(stored)} profiles stored in {seconds:.0f} s")
-    if failed:
-        say(config, f"perfgate: no profile for {len(failed)} cases that failed "
-            f"when run again under the profiler: {', '.join(failed)}")  # fmt: skip
 
 
 def profile_calls(

@@ -66,6 +66,9 @@ SECTIONS: list[tuple[str, Callable[[list[Case], Figures], list[str]]]] = [
 ]
 
 HEADLINES = (report_compile, report_sdpa, report_mxint8, report_memory)
+# the tests whose cases the sections read: the lab's suite, the report's one subject
+LAB_TESTS = frozenset({"test_resnet18_steady", "test_resnet18_calls", "test_attention",
+                       "test_dequantize", "test_linear", "test_encoder"})  # fmt: skip
 UNANSWERED = [
     "- *How does MXINT8 help when weights and activations are both MXINT8?* Not measured: the "
     "suite quantizes weights only. Section 3b shows the cost of dequantizing weights before the "
@@ -74,6 +77,11 @@ UNANSWERED = [
     "work?* Semantics, not measurements: see the docstrings of `kernels/mxint8.py` (the integer "
     "bit 0x40 decides whether bf16's implicit leading 1 is kept or subtracted as `bias`).",
 ]
+
+
+def answers(runs: Sequence[Run]) -> bool:
+    """Whether the runs hold a case of the lab's suite (``LAB_TESTS``) that the report reads."""
+    return any(b.test in LAB_TESTS for run in runs for b in run.benchmarks.values())
 
 
 def build(runs: Sequence[Run], figures: Figures, command: str | None = None) -> str:

@@ -1,7 +1,7 @@
 """The dashboard site: a static HTML history of every benchmark, viewable from disk, and the
 markdown a CI job summary shows of it.
 
-The site is ``index.html`` (every benchmark, grouped by hardware and experiment, with its latest
+The site is ``index.html`` (every benchmark, grouped by hardware and family, with its latest
 change and its newest step), one page per benchmark under ``<hardware key>/`` (``dashboard_page``),
 and one shared ``plotly.min.js``. The runs come grouped by hardware (``perfgate dashboard`` reads
 them through the store); steps revealed by the runs given on the command line are returned for
@@ -20,7 +20,13 @@ from perfgate import format as fmt
 from perfgate.format import MISSING, fmt_change, fmt_percent, fmt_time, html, slug
 from perfgate.progress import Progress
 from perfgate.report.common import file_stem
-from perfgate.report.dashboard_page import benchmark_page, page, step_cell, table
+from perfgate.report.dashboard_page import (
+    benchmark_page,
+    declared_ratios,
+    page,
+    step_cell,
+    table,
+)
 from perfgate.store import owners
 from perfgate.store import schema as run_schema
 from perfgate.verdict import steps as changepoints
@@ -33,10 +39,17 @@ class DashboardError(Exception):
     """The dashboard cannot be built; the message says what to do."""
 
 
-def experiment(fullname: str) -> str:
-    """'sdpa' for 'perf_tests/test_sdpa.py::test_attention[...]'."""
-    module = fullname.split("::")[0].rsplit("/", 1)[-1].removesuffix(".py")
-    return module.removeprefix("test_") or "other"
+UNDECLARED = "no family declared"  # the index's group of cases whose tests declare none
+
+
+def family(runs: Sequence, fullname: str) -> str:
+    """The family the test declared (``@pytest.mark.perfgate(family=...)``), from the newest run
+    that saved a declaration for the case; ``UNDECLARED`` where none did."""
+    for run in reversed(runs):
+        benchmark = run.benchmarks.get(fullname)
+        if benchmark is not None and benchmark.family:
+            return benchmark.family
+    return UNDECLARED
 
 
 def page_path(hardware: str, fullname: str) -> str:
@@ -113,9 +126,10 @@ def _index(sections: list[tuple[str, str, list[list[str]]]], open_steps: list[st
 
 
 def _write_pages(out: Path, hardware: str, runs: Sequence, open_steps: list[str], err) -> dict:
-    """One page per benchmark of a hardware; returns the index rows by experiment and adds
+    """One page per benchmark of a hardware; returns the index rows by family and adds
     each series whose newest step is a slowdown to ``open_steps``."""
     families: dict[str, list[list[str]]] = {}
+    ratios = declared_ratios(runs)
     names = benchmark_names(runs)
     progress = Progress(len(names), f"{hardware}: pages", err, lines=False)  # terminal only
     for fullname in names:
@@ -124,9 +138,9 @@ def _write_pages(out: Path, hardware: str, runs: Sequence, open_steps: list[str]
         target = out / page_path(hardware, fullname)
         target.parent.mkdir(parents=True, exist_ok=True)
         measured = changepoints.measured(runs, fullname)
-        target.write_text(benchmark_page(measured, fullname, hardware, steps), "utf-8")
+        target.write_text(benchmark_page(measured, fullname, hardware, steps, ratios), "utf-8")
         row = _index_row(hardware, runs, fullname, steps)
-        families.setdefault(experiment(fullname), []).append(row)
+        families.setdefault(family(runs, fullname), []).append(row)
         if steps and steps[-1].after > steps[-1].before:
             link = f"<a href='{page_path(hardware, fullname)}'>{html(fullname)}</a>"
             open_steps.append(f"{link}: {step_cell(steps[-1])}")

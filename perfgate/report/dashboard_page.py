@@ -2,8 +2,8 @@
 
 The plot shows the median per run with the interquartile band of its rounds, a dashed line where
 the environment changed (torch, Triton, CUDA, cuDNN, driver, Python, host malloc), a red line at
-each detected step, and, beside the times, the ratio series the benchmark stores (fraction of the
-copy roofline, saved fractions, speedups).
+each detected step, and, beside the times, the same-run ratios its test declares
+(``perfgate.Ratio``: a speedup over a reference case, a stored fraction of a roofline).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from perfgate.benchmark import describe_changes, environment_changes
 from perfgate.format import fmt_change, fmt_iqr, fmt_percent, fmt_time, html, time_unit
+from perfgate.verdict.pairing import RatioValue, declarations_of, same_run_ratios
 from perfgate.verdict.steps import Step
 
 PAGE_STYLE = """
@@ -43,20 +44,19 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], css: str = "") 
     return f"<table class='{css}'><tr>{head}</tr>{body}</table>"
 
 
-def is_ratio_key(key: str) -> bool:
-    """extra_info entries drawn beside the times: dimensionless ratios."""
-    return "fraction" in key or "speedup" in key or key.endswith("_ratio")
+def declared_ratios(runs: Sequence) -> dict[Path, dict[str, list[RatioValue]]]:
+    """Per run (by its path), the same-run ratios its tests declared (``perfgate.Ratio``: a
+    stored field, or a case against its reference case of the same run), by case; a run saved
+    before its tests declared ratios borrows the newest declarations, as the gate does."""
+    declared = declarations_of(*reversed(runs))
+    return {run.path: same_run_ratios(run, declared) for run in runs}
 
 
-def ratio_series(runs: Sequence, fullname: str) -> dict[str, list[float | None]]:
-    """{extra_info key: value per run} for every numeric ratio entry of the benchmark."""
-    keys: dict[str, None] = {}
-    for run in runs:
-        benchmark = run.benchmarks[fullname]
-        for key in benchmark.extra_info:
-            if benchmark.number(key) is not None and is_ratio_key(key):
-                keys.setdefault(key)
-    return {key: [run.benchmarks[fullname].fact(key) for run in runs] for key in keys}
+def ratio_series(runs: Sequence, fullname: str, ratios: dict) -> dict[str, list[float | None]]:
+    """{ratio name: value per run} for every declared ratio of the case (``declared_ratios``)."""
+    values = [{r.name: r.value for r in ratios.get(run.path, {}).get(fullname, [])} for run in runs]
+    names = dict.fromkeys(name for found in values for name in found)
+    return {name: [found.get(name) for found in values] for name in names}
 
 
 def environment_marks(runs: Sequence) -> list[tuple[int, str]]:
@@ -69,13 +69,14 @@ def environment_marks(runs: Sequence) -> list[tuple[int, str]]:
     return marks
 
 
-def figure(runs: Sequence, fullname: str, steps: Sequence[Step]):
-    """The plotly figure of one benchmark over ``runs`` (only runs that measured it)."""
+def figure(runs: Sequence, fullname: str, steps: Sequence[Step], ratios: dict):
+    """The plotly figure of one benchmark over ``runs`` (only runs that measured it), with its
+    declared ratios (``declared_ratios``) beside the times."""
     from plotly.subplots import make_subplots
 
-    ratios = ratio_series(runs, fullname)
+    ratios = ratio_series(runs, fullname, ratios)
     columns = 2 if ratios else 1
-    titles = ["median time per call, band: q1 to q3 of the rounds", "ratios (extra_info)"]
+    titles = ["median time per call, band: q1 to q3 of the rounds", "declared ratios"]
     fig = make_subplots(
         rows=1, cols=columns, column_widths=[0.62, 0.38][:columns], subplot_titles=titles[:columns]
     )
@@ -176,10 +177,13 @@ def step_cell(step: Step | None) -> str:
     return f"<span class='step {css}'>{html(step.describe())}</span>"
 
 
-def benchmark_page(runs: Sequence, fullname: str, hardware: str, steps: Sequence[Step]) -> str:
-    """The HTML of one benchmark's page (plotly.min.js one folder up)."""
+def benchmark_page(
+    runs: Sequence, fullname: str, hardware: str, steps: Sequence[Step], ratios: dict
+) -> str:
+    """The HTML of one benchmark's page (plotly.min.js one folder up); ``ratios``: the runs'
+    ``declared_ratios``."""
     first = runs[0].benchmarks[fullname]
-    plot = figure(runs, fullname, steps).to_html(
+    plot = figure(runs, fullname, steps, ratios).to_html(
         full_html=False, include_plotlyjs=False, div_id="history"
     )
     headers = ["run", "date (UTC)", "commit", "median", "IQR", "rounds", "vs previous", "env"]

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import _pytest_benchmark, options, store
+from perfgate import _pytest_benchmark, store
 from perfgate import format as fmt
 from perfgate.benchmark import Run
+from perfgate.options import Options
 from perfgate.store import baseline
 from perfgate.store import schema as run_schema
 
@@ -55,7 +56,7 @@ class BaselineChoice:
         )
 
 
-def storage_folder(config: pytest.Config, key: str) -> Path:
+def storage_folder(config: pytest.Config, key: str, read: Options) -> Path:
     """The folder runs are read from and saved to: an explicit --benchmark-storage (file://PATH)
     is that folder; else <--perf-baselines or the ini perfgate_baselines>/<key>; else
     pytest-benchmark's own storage (``.benchmarks`` in the current folder), as it would use it."""
@@ -67,22 +68,22 @@ def storage_folder(config: pytest.Config, key: str) -> Path:
             f"--benchmark-storage {storage}: perfgate reads and saves file:// storage only; "
             "drop the --perf-* options (and perfgate = true) to use this storage"
         )
-    root = options.baselines_root(config)
+    root = read.baselines_root
     if root is not None and (problem := store.folder_problem(root)):
-        _refuse(config, f"the baseline root {problem}; point --perf-baselines (or "
+        _refuse(read, f"the baseline root {problem}; point --perf-baselines (or "
                 "perfgate_baselines) at a folder")  # fmt: skip
-    if not _per_hardware(config):
+    if not _per_hardware(config, read):
         folder = Path(os.path.realpath(Path(storage.removeprefix("file://")).expanduser()))
         if (folder / key).is_dir():
-            _refuse(config, f"--benchmark-storage {storage} is a baseline root (it holds "
+            _refuse(read, f"--benchmark-storage {storage} is a baseline root (it holds "
                     f"{key}/); name the hardware folder: file://{folder / key}")  # fmt: skip
         return folder
-    if not root.is_dir() and not saving_requested(config) and config.getoption("--perf-baselines"):
+    if not root.is_dir() and not saving_requested(config) and read.baselines is not None:
         message = (
             f"--perf-baselines {root} does not exist; pass the folder that holds the hardware "
             "folders (e.g. baselines/), or add --benchmark-save=NAME to start a new store there"
         )
-        _refuse(config, message)
+        _refuse(read, message)
     return baseline.key_folder(root, key)
 
 
@@ -93,23 +94,37 @@ def _remove_empty(folder: Path) -> None:
             place.rmdir()
 
 
-def _refuse(config: pytest.Config, message: str) -> None:
+def _refuse(read: Options, message: str) -> None:
     """Exit 6 under the gate (it cannot run), else a usage error (exit 4)."""
-    if config.getoption("--perf-gate"):
+    if read.gate:
         raise GateCannotRun(message)
     raise pytest.UsageError(message)
 
 
-def _per_hardware(config: pytest.Config) -> bool:
+def _per_hardware(config: pytest.Config, read: Options) -> bool:
     """True when runs go to <root>/<hardware key>/ (a baselines root and no explicit storage)."""
     explicit = config.option.benchmark_storage != _pytest_benchmark.DEFAULT_STORAGE
-    return not explicit and options.baselines_root(config) is not None
+    return not explicit and read.baselines_root is not None
+
+
+def test_paths(config: pytest.Config) -> str:
+    """The session's test paths as the user gave them ("" for the current folder), for the
+    commands that perfgate prints: ``pytest tests/bench --benchmark-save=NAME``."""
+    here = config.invocation_params.dir
+    paths = [arg for arg in config.args if Path(arg).resolve() != here.resolve()]
+    shown = []
+    for path in paths:
+        try:
+            shown.append(str(Path(path).resolve().relative_to(here.resolve())))
+        except ValueError:
+            shown.append(path)
+    return " ".join(shown)
 
 
 def save_hint(config: pytest.Config) -> str:
     """How to record a gateable baseline (per-round data: perfgate asked), with this session's
     own test paths; under the gate, that session saves it as the first and exits 8."""
-    paths = options.test_paths(config)
+    paths = test_paths(config)
     return (
         f"record one with `pytest {paths + ' ' if paths else ''}--perf-gate --benchmark-save=NAME`"
         f" (it saves the first baseline and exits {FIRST_BASELINE}: nothing to gate yet)"
@@ -120,7 +135,7 @@ def saving_requested(config: pytest.Config) -> bool:
     return bool(config.option.benchmark_save or config.option.benchmark_autosave)
 
 
-def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
+def choose(config: pytest.Config, key: str, read: Options) -> BaselineChoice:
     """Point pytest-benchmark at this hardware's folder and choose the baseline to compare with.
 
     Raises GateCannotRun under --perf-gate when there is none or it is broken; without the gate a
@@ -128,8 +143,9 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
     """
     if config.option.benchmark_save:
         _check(store.check_save_name, config.option.benchmark_save)
-    folder = storage_folder(config, key)
-    per_hardware = _per_hardware(config)
+    gate = read.gate
+    folder = storage_folder(config, key, read)
+    per_hardware = _per_hardware(config, read)
     if not os.path.lexists(folder):  # pytest-benchmark's storage makes it: not for nothing
         config.add_cleanup(lambda: _remove_empty(folder))
     config.option.benchmark_storage = f"file://{folder}"
@@ -158,7 +174,7 @@ def choose(config: pytest.Config, key: str, gate: bool) -> BaselineChoice:
     try:
         store.check_for_comparison_table(choice.baseline)  # pytest-benchmark's table shows it
     except store.StoreError as error:
-        _refuse(config, str(error))
+        _refuse(read, str(error))
     for run in store.saved_runs(folder):
         if run_schema.from_the_future(run):
             warn(config, f"perfgate: warning: {store.future_message(run)}")

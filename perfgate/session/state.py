@@ -14,8 +14,10 @@ from dataclasses import dataclass
 
 import pytest
 
-import perfgate  # the types below by their whole names: plugin.start builds the state, and
-from perfgate import _pytest_benchmark  # this module imports nothing above it (gate, workers)
+# the types below by their whole names: plugin.start builds the state, and this module imports
+# nothing above it (gate, workers)
+import perfgate
+from perfgate import _pytest_benchmark, store
 from perfgate.fields import RUN_FORMAT, RunField
 
 
@@ -28,10 +30,10 @@ class SessionState:
     saver: perfgate.session.saver.Saver
     mode: perfgate.measure.mode.Mode
     clocks: tuple[str, bool] = ("", False)  # --perf-lock-clocks: the header line, whether locked
-    shard: perfgate.sharding.ShardSelection | None = None
-    worker: perfgate.workers.Worker | None = None  # an xdist worker, merged by the controller
-    controller: perfgate.workers.Controller | None = None  # merges the workers' runs
-    gate: perfgate.gate.GateSession | None = None
+    shard: perfgate.session.sharding.ShardSelection | None = None
+    worker: perfgate.session.workers.Worker | None = None  # an xdist worker, merged by controller
+    controller: perfgate.session.workers.Controller | None = None  # merges the workers' runs
+    gate: perfgate.session.gate.GateSession | None = None
     gpu: dict | None = None  # the GPU this process times on (fields.Gpu), where it is one
     interrupts: perfgate.session.interrupts.Interrupts | None = None  # Ctrl-C and SIGTERM
 
@@ -41,7 +43,9 @@ class SessionState:
         self.saver.session = session
         _pytest_benchmark.route_saving(self.config, self.saver)
         if self.choice.baseline is not None:
-            _pytest_benchmark.show_comparison_with(self.config, self.choice.baseline.path)
+            path = self.choice.baseline.path  # read once more: per-round data bounded
+            entries = store.comparison_entries(path)
+            _pytest_benchmark.show_comparison_with(self.config, path, entries)
 
     def machine_info(self, use_cuda: bool) -> dict:
         """``machine_info["perfgate"]`` of the run."""

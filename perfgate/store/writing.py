@@ -8,6 +8,7 @@ import os
 import re
 from pathlib import Path
 
+from perfgate.fields import unserializable
 from perfgate.store import owners
 from perfgate.store.reading import StoreError, number_of, run_files
 from perfgate.store.schema import folder_name_problem
@@ -128,8 +129,3 @@ def run_text(run_json: dict) -> str:
     """A run as JSON text, written as pytest-benchmark writes it: a value JSON cannot hold (a
     function a test is parametrized with) as ``UNSERIALIZABLE[repr]``, so any run can be saved."""
     return json.dumps(run_json, ensure_ascii=True, indent=4, default=unserializable)
-
-
-def unserializable(value: object) -> str:
-    """How pytest-benchmark writes a value JSON cannot hold."""
-    return f"UNSERIALIZABLE[{value!r}]"

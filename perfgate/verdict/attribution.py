@@ -1,7 +1,7 @@
 """Where a confirmed regression comes from: the parts of a case that changed most, baseline vs
 now. For a timed case the parts are its kernels (device time per call on CUDA, operator CPU time
 on the CPU) and the operators that allocated memory, from the profiles stored with each side
-(``measure.profiler.store_profiles``); for an instruction count they are functions
+(``session.reruns.store_profiles``); for an instruction count they are functions
 (``function_diff``). Pure data in, lines out: the gate and ``perfgate compare`` print
 them under the verdict.
 """

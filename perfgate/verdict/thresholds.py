@@ -76,23 +76,53 @@ def parse_fraction(text: str) -> float:
     return number / 100.0 if percent else number
 
 
-def parse_thresholds(specs: Iterable[str], alpha: float = DEFAULT_ALPHA) -> Thresholds:
-    """Thresholds from ``[NAME=]FRACTION`` strings: ``0.15`` or ``15%`` for every benchmark,
-    ``sdpa=0.2`` for a family or a test function. ValueError with one line saying what is wrong
-    (``15`` alone is ambiguous: 15 % or 0.15?)."""
-    default, by_name = None, {}
-    for spec in specs:
-        name, _, value = str(spec).rpartition("=")
+class Fraction(float):
+    """A fraction as a user wrote it: the value (0.1 for ``10%`` or ``0.1``) and ``text``, what
+    was written, to pass on to another parser as it was (``150%`` stays ``150%``)."""
+
+    text: str
+
+    def __new__(cls, text: str) -> Fraction:
+        fraction = super().__new__(cls, parse_fraction(text))
+        fraction.text = str(text).strip()
+        return fraction
+
+
+@dataclass(frozen=True)
+class ThresholdSpec:
+    """One ``[NAME=]FRACTION`` as a user wrote it: ``name`` (lower case; "" for every case) and
+    its ``fraction``; ``str()`` is the text as written."""
+
+    name: str
+    fraction: Fraction
+
+    @classmethod
+    def parse(cls, text: str) -> ThresholdSpec:
+        """ValueError with one line saying what is wrong (``15`` alone is ambiguous)."""
+        name, _, value = str(text).rpartition("=")
         try:
-            fraction = parse_fraction(value)
+            return cls(name.strip().lower(), Fraction(value))
         except ValueError as error:
             raise ValueError(
                 f"{error} (as FRACTION or NAME=FRACTION, e.g. 0.15 or sdpa=20%)"
             ) from None
-        if name:
-            by_name[name.strip().lower()] = fraction
+
+    def __str__(self) -> str:
+        return f"{self.name}={self.fraction.text}" if self.name else self.fraction.text
+
+
+def parse_thresholds(
+    specs: Iterable[str | ThresholdSpec], alpha: float = DEFAULT_ALPHA
+) -> Thresholds:
+    """Thresholds from ``[NAME=]FRACTION`` specs (checked ``ThresholdSpec``, or their text):
+    ``0.15`` or ``15%`` for every benchmark, ``sdpa=0.2`` for a family or a test function."""
+    default, by_name = None, {}
+    for spec in specs:
+        checked = spec if isinstance(spec, ThresholdSpec) else ThresholdSpec.parse(spec)
+        if checked.name:
+            by_name[checked.name] = float(checked.fraction)
         else:
-            default = fraction
+            default = float(checked.fraction)
     return Thresholds(default=default, by_name=by_name, alpha=alpha)
 
 
@@ -107,9 +137,34 @@ def threshold_for(test: str, family: str | None, marker: float | None, t: Thresh
     return DEFAULT_TIME_THRESHOLD if t.default is None else t.default
 
 
-def fraction_argument(text: str) -> float:
-    """An argparse type for a threshold (``parse_fraction``); its error is argparse's one line."""
+def _argument(parse, text: str):
     try:
-        return parse_fraction(text)
+        return parse(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def fraction_argument(text: str) -> Fraction:
+    """An argparse type for one fraction (``Fraction``); its error is argparse's one line."""
+    return _argument(Fraction, text)
+
+
+def threshold_argument(text: str) -> ThresholdSpec:
+    """An argparse type for a ``[NAME=]FRACTION`` (``ThresholdSpec``)."""
+    return _argument(ThresholdSpec.parse, text)
+
+
+def parse_alpha(text: str) -> float:
+    """A significance level, above 0 and below 1 (``0.01``); ValueError with one line."""
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if not 0 < number < 1:
+        raise ValueError(f"{text!r}: a significance level between 0 and 1, e.g. 0.01")
+    return number
+
+
+def alpha_argument(text: str) -> float:
+    """An argparse type for a significance level (``parse_alpha``)."""
+    return _argument(parse_alpha, text)

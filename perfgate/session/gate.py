@@ -16,28 +16,21 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from perfgate import _pytest_benchmark, options, outputs
+from perfgate import _pytest_benchmark, outputs
 from perfgate.benchmark import Run, run_from_json
-from perfgate.declarations import declarations, test_name, uses_benchmark
 from perfgate.fields import Declared, Field
 from perfgate.measure import launch_counts
 from perfgate.measure.mode import Mode
 from perfgate.options import Options
-from perfgate.reruns import run_again, say
-from perfgate.session.baseline import FIRST_BASELINE, GATE_NOT_RUN, BaselineChoice
+from perfgate.session.baseline import FIRST_BASELINE, GATE_NOT_RUN, BaselineChoice, test_paths
+from perfgate.session.declarations import declarations, test_name, uses_benchmark
+from perfgate.session.reruns import count_launches, run_again, say
 from perfgate.session.saver import Saver
-from perfgate.sharding import ShardSelection
+from perfgate.session.sharding import ShardSelection
 from perfgate.verdict import summary
 from perfgate.verdict.judge import GateResult, Verdict, failed, judge, rerun_names
 from perfgate.verdict.pairing import declarations_of
-from perfgate.verdict.thresholds import Thresholds, parse_thresholds
-
-
-def thresholds_from(config: pytest.Config) -> Thresholds:
-    try:
-        return parse_thresholds(config.getoption("--perf-gate-threshold"))
-    except ValueError as error:
-        raise pytest.UsageError(f"--perf-gate-threshold: {error}") from None
+from perfgate.verdict.thresholds import Thresholds
 
 
 def ab_hint(regressed: set[str], baseline_commit: str | None, paths: str = "") -> str | None:
@@ -124,8 +117,8 @@ class GateSession:
         if not any(name in baseline for name in benchmarks):
             return (
                 f"none of the {len(benchmarks)} selected benchmarks is in the baseline "
-                f"{self.choice.baseline.path} ({len(baseline)} benchmarks): check -k/-m, "
-                "--device and --perf-tier, or record a baseline for this selection"
+                f"{self.choice.baseline.path} ({len(baseline)} benchmarks): check -k/-m, the "
+                "test paths and the project's own options, or record a baseline for this selection"
             )
         return None
 
@@ -155,7 +148,7 @@ class GateSession:
     def count_launches(self, session: pytest.Session, current: Run, confirmation) -> Run:
         """``current`` with the launch counts of its wall-timed CUDA cases, judged again. After
         the re-runs: profiling leaves CUPTI attached, which would slow their timings."""
-        counts = launch_counts.count_cases(session, self.mode, set(current.benchmarks))
+        counts = count_launches(session, self.mode, set(current.benchmarks))
         if not counts:
             return current
         current = with_info(current, launch_counts.KEY, counts)
@@ -182,7 +175,7 @@ class GateSession:
         regressed = {r.name for r in self.results if r.verdict is Verdict.REGRESSION}
         changes = summary.environment_difference(members[-1], current)
         self.lines = summary.terminal_lines(self.results, changes, self.choice.label)
-        if hint := ab_hint(regressed, members[-1].commit, options.test_paths(self.config)):
+        if hint := ab_hint(regressed, members[-1].commit, test_paths(self.config)):
             self.lines.append(hint)
         self.write_reports(changes)
         if not any(r.verdict.gated for r in self.results):

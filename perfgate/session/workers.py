@@ -22,18 +22,19 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from perfgate import _pytest_benchmark
 from perfgate.benchmark import Run, run_from_json
-from perfgate.declarations import ratio_group
 from perfgate.fields import Field
-from perfgate.gate import GateSession, with_info
 from perfgate.measure import gpu
-from perfgate.reruns import say
-from perfgate.sharding import ShardSelection
+from perfgate.session.declarations import ratio_group
+from perfgate.session.gate import GateSession, with_info
+from perfgate.session.reruns import say
+from perfgate.session.sharding import ShardSelection
 from perfgate.store.merge import MergeError, merge_runs
 from perfgate.store.saving import SAVE_FAILED
 from perfgate.store.writing import write_json
@@ -85,10 +86,14 @@ def timing_gpu(config: pytest.Config, use_cuda: bool) -> dict | None:
         raise pytest.UsageError(str(error)) from None
 
 
-def gate_class(worker: Worker | None, controller: Controller | None) -> type[GateSession]:
+def new_gate(worker: Worker | None, controller: Controller | None, *arguments) -> GateSession:
+    """This process's gate (``GateSession``'s ``arguments``): a worker's, the controller's of a
+    merged run, or the one gate of a session without pytest-xdist."""
     if worker is not None:
-        return WorkerGate
-    return controller.gate_class() if controller is not None else GateSession
+        return WorkerGate(*arguments)
+    if controller is not None:
+        return MergedGate(*arguments, controller=controller)
+    return GateSession(*arguments)
 
 
 def scheduler(config: pytest.Config, log, groups: Path):
@@ -225,33 +230,32 @@ class Controller:
         if name:
             saver(merged, name if isinstance(name, str) else _autosave_name(merged))
 
-    def gate_class(self) -> type[GateSession]:
-        controller = self
 
-        class MergedGate(GateSession):
-            """The gate on the controller: judges the merged run of the workers, with their
-            re-runs and the profiles of what they confirmed (launch counts are in their runs)."""
+@dataclass
+class MergedGate(GateSession):
+    """The gate on the controller: judges the merged run of the workers, with their re-runs and
+    the profiles of what they confirmed (launch counts are in their runs)."""
 
-            def current(self, session: pytest.Session) -> Run | None:
-                merged = controller.merge()
-                if self.shard is not None:  # the controller collects nothing: its workers did
-                    self.shard.elsewhere = controller.elsewhere()
-                self.problem = controller.worker_problem() or controller.problem or self.problem
-                if not self.problem and merged is None:
-                    self.problem = "no worker timed a benchmark; run the gate without -n"
-                return None if self.problem else run_from_json(merged, None)
+    controller: Controller | None = None
 
-            def confirm(self, session: pytest.Session, current: Run) -> Run | None:
-                confirmation = controller.confirmation()
-                return None if confirmation is None else run_from_json(confirmation, None)
+    def current(self, session: pytest.Session) -> Run | None:
+        merged = self.controller.merge()
+        if self.shard is not None:  # the controller collects nothing: its workers did
+            self.shard.elsewhere = self.controller.elsewhere()
+        self.problem = self.controller.worker_problem() or self.controller.problem or self.problem
+        if not self.problem and merged is None:
+            self.problem = "no worker timed a benchmark; run the gate without -n"
+        return None if self.problem else run_from_json(merged, None)
 
-            def count_launches(self, session: pytest.Session, current: Run, confirmation) -> Run:
-                return current
+    def confirm(self, session: pytest.Session, current: Run) -> Run | None:
+        confirmation = self.controller.confirmation()
+        return None if confirmation is None else run_from_json(confirmation, None)
 
-            def profile_confirmed(self, session: pytest.Session, current: Run, confirmation):
-                return with_info(current, Field.PROFILE, controller.profiles())
+    def count_launches(self, session: pytest.Session, current: Run, confirmation) -> Run:
+        return current
 
-        return MergedGate
+    def profile_confirmed(self, session: pytest.Session, current: Run, confirmation) -> Run:
+        return with_info(current, Field.PROFILE, self.controller.profiles())
 
 
 def _autosave_name(run: dict) -> str:
