@@ -65,7 +65,9 @@ class Counter:
             self.written += 1
             calls = calls_for(self.per_call(self.dump(target, 1), 1))
             self.dump(target, calls)  # uncounted: the repeat's code is instrumented here
+            cpu = time.process_time()
             numbers = [self.dump(target, calls) for _ in range(self.repeats)]
+            cpu = (time.process_time() - cpu) / (self.repeats * calls)  # seconds a counted call
             extra, injected, uninjected = None, 0, []
             if inject:
                 extra, injected, uninjected = self._injection(target, calls, numbers, inject)
@@ -75,7 +77,7 @@ class Counter:
         counters = exact_counters(
             lambda start, stop: target.run(calls, start, stop, extra), calls, graphs
         )
-        raw = {"dumps": numbers, "calls": calls, "counters": counters}
+        raw = {"dumps": numbers, "calls": calls, "counters": counters, "cpu_seconds": cpu}
         return {**raw, "injected_instructions": injected, "uninjected_per_call": uninjected}, result
 
     def dump(self, target: Target, calls: int, extra=None) -> int:

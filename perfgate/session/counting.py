@@ -64,8 +64,9 @@ class CountingSession:
             inject = self.inject if injects_into(item.nodeid) else 0.0
             start = time.perf_counter()
             found, result = self.counter.count(Target(fn, args, kwargs, setup, teardown), inject)
-            seconds, calls = time.perf_counter() - start, found["calls"]
-            self.lines.append(f"{item.nodeid} counted in {seconds:.1f} s ({calls} calls a repeat)")
+            seconds, calls, cpu = time.perf_counter() - start, found["calls"], found["cpu_seconds"]
+            self.lines.append(f"{item.nodeid} counted in {seconds:.1f} s ({calls} calls a "
+                              f"repeat, {cpu * 1e3:.3f} ms CPU a counted call)")  # fmt: skip
             self.results[item.nodeid] = {**found, "group": fixture.group,
                                          "extra_info": _plain(fixture.extra_info)}  # fmt: skip
             return result
