@@ -58,11 +58,12 @@ def test_mxint8_linear(benchmark):
     benchmark(layer, torch.randn(1, in_features))
 
 
-@pytest.mark.parametrize(
-    "attention", [F.scaled_dot_product_attention, naive_attention], ids=["sdpa", "naive"]
-)
+ATTENTIONS = {"sdpa": F.scaled_dot_product_attention, "naive": naive_attention}
+
+
+@pytest.mark.parametrize("attention", list(ATTENTIONS))
 def test_attention(benchmark, attention):
-    benchmark(attention, *(torch.randn(ATTENTION) for _ in range(3)))
+    benchmark(ATTENTIONS[attention], *(torch.randn(ATTENTION) for _ in range(3)))
 
 
 def test_dequantize_reference(benchmark):

@@ -62,11 +62,12 @@ class CountingSession:
 
         def count(fn, args, kwargs, setup, teardown):
             inject = self.inject if injects_into(item.nodeid) else 0.0
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             found, result = self.counter.count(Target(fn, args, kwargs, setup, teardown), inject)
-            seconds, calls, cpu = time.perf_counter() - start, found["calls"], found["cpu_seconds"]
-            self.lines.append(f"{item.nodeid} counted in {seconds:.1f} s ({calls} calls a "
-                              f"repeat, {cpu * 1e3:.3f} ms CPU a counted call)")  # fmt: skip
+            seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+            self.lines.append(f"{item.nodeid} counted in {seconds:.1f} s ({cpu:.1f} s CPU; "
+                              f"{found['calls']} calls a repeat, each "
+                              f"{found['cpu_seconds'] * 1e3:.3f} ms CPU)")  # fmt: skip
             self.results[item.nodeid] = {**found, "group": fixture.group,
                                          "extra_info": _plain(fixture.extra_info)}  # fmt: skip
             return result
