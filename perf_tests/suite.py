@@ -71,7 +71,13 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep freed host memory only for sessions that run benchmarks (not for unit tests)."""
+    """Leave the cases marked ``instructions`` (test_host_overhead.py: counted, never timed) out
+    of timed runs; keep freed host memory only for sessions that run benchmarks."""
+    if config.getoption("--perf-measure", "time") != "instructions":
+        counted_only = [item for item in items if item.get_closest_marker("instructions")]
+        if counted_only:
+            config.hook.pytest_deselected(items=counted_only)
+            items[:] = [item for item in items if not item.get_closest_marker("instructions")]
     wanted = "cpu" in selected_devices(config) and config.getoption("--perf-malloc") == "retain"
     if wanted and any(uses_benchmark(item) for item in items):
         config.stash[HOST_MALLOC] = host_memory.retain_freed_memory()

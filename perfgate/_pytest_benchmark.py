@@ -46,6 +46,26 @@ def set_timer(fixture, timer: Callable[[], float]) -> None:
     fixture._timer = timer
 
 
+def count_instead(fixture, count: Callable[..., object]) -> None:
+    """Make ``fixture`` hand its benchmarked call to ``count(fn, args, kwargs, setup,
+    teardown)``, which returns the call's result, instead of timing it: ``benchmark(...)``,
+    ``benchmark.pedantic(...)`` and ``weave`` alike, still once per test (its public methods
+    check that, then call these two). Pedantic's rounds and iterations are for timing: not
+    passed on."""
+
+    class Counted(type(fixture)):
+        def _raw(self, function_to_benchmark, *args, **kwargs):
+            return count(function_to_benchmark, args, kwargs, None, None)
+
+        def _raw_pedantic(self, target, args=(), kwargs=None, setup=None, teardown=None,
+                          rounds=1, warmup_rounds=0, iterations=1):  # fmt: skip
+            if iterations > 1 and setup:  # pytest-benchmark's own refusal, kept
+                raise ValueError("Can't use more than 1 `iterations` with a `setup` function.")
+            return count(target, tuple(args), dict(kwargs or {}), setup, teardown)
+
+    fixture.__class__ = Counted
+
+
 def samples(fixture) -> list[float]:
     """The per-round seconds per call a fixture measured ([] when it did not time)."""
     metadata = getattr(fixture, "stats", None)

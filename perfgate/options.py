@@ -29,11 +29,12 @@ if TYPE_CHECKING:
 GATE_REPORT = "perfgate-results/gate.md"
 DEFAULT_CALLGRIND_REPEATS = 3
 DEFAULT_CALLGRIND_LAYOUTS = 3  # counting processes, each with another heap layout (callgrind.py)
+# set in the environment of a callgrind counting process (measure.callgrind): its spec.json
+COUNTING_SPEC = "PERFGATE_CALLGRIND_SPEC"
 # registered in every session, so a project's marks never warn, asked or not
 MARKERS = (
     "perfgate(family=None, threshold=None, ratios=()): experiment family, a regression threshold "
     "(a fraction, 0.1 = 10%) and same-run ratios (perfgate.Ratio) for the perfgate gate",
-    "instructions: a host-overhead case counted by callgrind (--perf-measure instructions)",
 )
 # option destination -> its default: a session that gives any other value asked for perfgate
 DEFAULTS = {
@@ -113,11 +114,12 @@ def _add_measure(group) -> None:
         "--perf-measure",
         choices=("time", "instructions"),
         default="time",
-        help="time: the timed cases (default); instructions: only the cases marked "
-        "instructions, counted by callgrind (needs valgrind)",
+        help="time: time the benchmarks (default); instructions: count the instructions of "
+        "each selected test's benchmark(...) call under callgrind instead (needs valgrind and "
+        "a C compiler; choose the tests with -k or -m)",
     )
     add_count(group.addoption, "--perf-callgrind-repeats", DEFAULT_CALLGRIND_REPEATS, 2,
-              "counted repeats per instruction-count case (2 or more: the spread)")  # fmt: skip
+              "counted repeats per counted case (2 or more: the spread)")  # fmt: skip
     add_count(group.addoption, "--perf-callgrind-layouts", DEFAULT_CALLGRIND_LAYOUTS, 1,
               "callgrind processes run at once, each with another heap layout; a case keeps "
               "the fewest instructions of them")  # fmt: skip
@@ -144,6 +146,28 @@ def _add_shard(group) -> None:
         help="run part I of N of the collected cases (one CI runner of N), balanced by the "
         "durations in the newest saved run; join the parts with `perfgate merge`",
     )
+
+
+def counting_spec() -> str | None:
+    """The spec of this process where it is a callgrind counting process; None elsewhere."""
+    return os.environ.get(COUNTING_SPEC)
+
+
+def without_own(args: list[str]) -> list[str]:
+    """A command line without perfgate's own options (and their values): what a pytest process
+    that perfgate starts (the callgrind counting processes) is given of its caller's."""
+    takes_value = {"--" + dest.replace("_", "-"): not isinstance(default, bool)
+                   for dest, default in DEFAULTS.items()}  # fmt: skip
+    kept, skip_next = [], False
+    for arg in args:
+        name = arg.split("=", 1)[0]
+        if skip_next:
+            skip_next = False
+        elif name in takes_value:
+            skip_next = takes_value[name] and "=" not in arg
+        else:
+            kept.append(arg)
+    return kept
 
 
 @dataclass(frozen=True)

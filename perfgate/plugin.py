@@ -34,6 +34,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     for marker in options.MARKERS:
         config.addinivalue_line("markers", marker)
+    if spec := options.counting_spec():  # a callgrind counting process: it counts, nothing else
+        from perfgate.session.counting import CountingSession
+
+        config.pluginmanager.register(Counting(CountingSession(config, spec)))
+        return
     if not options.asked(config):
         return
     if not hasattr(config.option, "benchmark_storage"):  # -p no:benchmark
@@ -70,15 +75,29 @@ def pytest_benchmark_compare_machine_info(machine_info: dict, compared_benchmark
         (compared_benchmark.get("machine_info") or {}).pop("perfgate", None)
 
 
-@pytest.fixture(scope="session")
-def instruction_counts(request: pytest.FixtureRequest) -> dict[str, dict]:
-    """Every selected instruction case counted by callgrind (``--perf-measure instructions``)."""
-    from perfgate.session import instruction_cases
-    from perfgate.session import state as session_state
+class Counting:
+    """The hooks of a callgrind counting process (``session.counting``): only the given tests,
+    each one's benchmarked call counted instead of timed, every outcome written for the parent."""
 
-    state = session_state.of(request.config)
-    read = state.options if state is not None else options.read(request.config)
-    return instruction_cases.count(request, read)
+    def __init__(self, counting):
+        self.counting = counting
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]):
+        self.counting.keep(config, items)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item):
+        self.counting.prepare(item)
+        result = yield
+        self.counting.finished(item)
+        return result
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.counting.report(report)
+
+    def pytest_sessionfinish(self) -> None:
+        self.counting.write()
 
 
 class Asked:
@@ -105,12 +124,9 @@ class Asked:
 
     @pytest.hookimpl(trylast=True)  # after -k / -m deselection
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]):
-        """The one order of selection: the instruction cases (or the timed ones), a worker's
-        ratio groups written for the scheduler (xdist), this shard's part, the gate's check."""
-        from perfgate.session import instruction_cases
-
+        """The one order of selection: a worker's ratio groups written for the scheduler
+        (xdist), this shard's part, the gate's check."""
         state = self.state
-        instruction_cases.select(config, state.options, items)
         if state.worker is not None:
             state.worker.write_groups(items)
         if state.shard is not None:
@@ -139,6 +155,18 @@ class Asked:
         if fixture is not None and (declared := declarations(item)):
             fixture.extra_info[Field.DECLARATIONS] = declared  # saved: compare applies it
         return (yield)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> bool | None:
+        """--perf-measure instructions: a benchmark test's body ran in the counting processes;
+        here its counts are recorded instead (session.instruction_cases)."""
+        from perfgate.session import instruction_cases
+        from perfgate.session.declarations import uses_benchmark
+
+        if not self.state.options.instructions or not uses_benchmark(pyfuncitem):
+            return None
+        instruction_cases.record(pyfuncitem, self.state.options)
+        return True
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         lines = self.state.gate.summary() if self.state.gate is not None else []

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+import perfgate
 from perfgate.measure import callgrind, callgrind_child, callgrind_process
 
 
@@ -34,7 +35,7 @@ def test_the_caller_s_variables_do_not_reach_the_counting_process(tmp_path, monk
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/a/warm/cache")
     env, scratch = made(tmp_path, checkout(tmp_path, "root"), "s")
     assert "SOME_LONG_VARIABLE" not in env
-    assert env["PYTHONPATH"] == str(scratch / "src")
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(scratch / "src")
     assert env["TORCHINDUCTOR_CACHE_DIR"].startswith(str(scratch))
     assert env["HOME"].startswith(str(scratch)) and env["TMPDIR"].startswith(str(scratch))
     assert env["TORCHINDUCTOR_FX_GRAPH_CACHE"] == "0"
@@ -42,8 +43,20 @@ def test_the_caller_s_variables_do_not_reach_the_counting_process(tmp_path, monk
 
 def test_an_injection_is_passed_on(tmp_path, monkeypatch):
     monkeypatch.setenv("PERFGATE_INJECT_INSTRUCTIONS", "0.01")
+    monkeypatch.setenv("PERFGATE_INJECT_MATCHING", "sdpa")
     env, _ = made(tmp_path, checkout(tmp_path, "root"), "s")
     assert env["PERFGATE_INJECT_INSTRUCTIONS"] == "0.01"
+    assert env["PERFGATE_INJECT_MATCHING"] == "sdpa"
+
+
+def test_the_counting_process_imports_the_callers_perfgate(tmp_path):
+    harness = Path(perfgate.__file__).resolve().parents[1]
+    env, scratch = made(tmp_path, checkout(tmp_path, "root"), "s")  # perfgate not in root
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(scratch / "src"), str(scratch / "harness")]
+    assert (scratch / "harness").resolve() == harness
+    (tmp_path / "own").mkdir()
+    env, _ = callgrind_process.environment(harness, tmp_path / "own"), None  # perfgate in root
+    assert env["PYTHONPATH"] == str(tmp_path / "own" / "src")
 
 
 def test_checkouts_at_paths_of_any_length_give_the_same_environment(tmp_path, monkeypatch):
@@ -90,7 +103,7 @@ def test_each_case_keeps_the_layout_with_the_fewest_instructions():
 def test_a_failed_counting_process_stops_the_others_with_one_line(tmp_path, monkeypatch):
     started = []
 
-    def start(spec, root, scratch, log, layout):
+    def start(spec, root, scratch, log, layout, library):
         log.write_text("valgrind: the last line\n")
         command = ["sh", "-c", "exit 3"] if layout == 0 else ["sleep", "60"]
         started.append(subprocess.Popen(command))
@@ -98,7 +111,8 @@ def test_a_failed_counting_process_stops_the_others_with_one_line(tmp_path, monk
 
     monkeypatch.setattr(callgrind, "_start", start)
     with pytest.raises(callgrind.CallgrindError, match="exit 3.*the last line"):
-        callgrind.measure("m", ["case"], 2, tmp_path, tmp_path / "log.txt", layouts=2)
+        spec = {"nodeids": ["t.py::case"], "args": [], "repeats": 2}
+        callgrind.measure(spec, tmp_path, tmp_path / "log.txt", tmp_path / "lib.so", layouts=2)
     assert all(process.poll() is not None for process in started)  # none left running
 
 

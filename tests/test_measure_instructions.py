@@ -1,11 +1,9 @@
 """Instruction counts and exact counters: the verdict (the rules InstructionCount and
-ExactCounters), the function diff, how counts are read and stored, and the --perf-measure option
-end to end (without valgrind's slow torch import)."""
+ExactCounters), the function diff, and how counts are read and stored (the --perf-measure option
+end to end: tests/test_session_instruction_cases.py)."""
 
 from __future__ import annotations
 
-import functools
-import json
 import shutil
 import subprocess
 
@@ -15,8 +13,6 @@ import torch
 from perfgate.benchmark import Benchmark, run_from_json
 from perfgate.measure import callgrind, callgrind_inject
 from perfgate.measure import instructions as counters
-from perfgate.measure.exact_counters import aten_operators, per_call, python_calls
-from perfgate.session.baseline import GATE_NOT_RUN
 from perfgate.verdict.attribution import function_diff
 from perfgate.verdict.judge import Verdict, judge
 from perfgate.verdict.rules import Case, findings
@@ -188,29 +184,6 @@ def test_a_threshold_marker_sets_the_tolerance_of_a_count():
     assert pair(before, now, threshold=0.005)[0].verdict is Verdict.REGRESSION
 
 
-def test_python_calls_count_python_functions_not_builtins():
-    def inner():
-        return len([1])  # a builtin: not counted
-
-    def outer():
-        inner()
-        inner()
-
-    assert python_calls(outer, None, 4) == 12
-    assert python_calls(outer, functools.partial(len, "abc"), 4) == 12
-
-
-def test_aten_operators_counts_each_dispatched_operator():
-    x = torch.ones(3)
-    assert aten_operators(functools.partial(torch.add, x, x), None, 5) == 5
-    assert aten_operators(lambda: (x + x) * x, None, 2) == 4
-
-
-def test_per_call_is_an_int_when_it_divides():
-    assert per_call(10, 5) == 2 and isinstance(per_call(10, 5), int)
-    assert per_call(11, 5) == 2.2
-
-
 def test_short_names_drop_build_paths_but_keep_the_library():
     name = "/tmp/python-build.123/Python-3.11.7/Python/ceval.c:_PyEval_EvalFrameDefault [/x/libpython3.11.so.1.0]"  # noqa: E501
     assert (
@@ -245,74 +218,3 @@ def test_annotate_reads_every_function_of_a_real_dump(tmp_path):
     total, functions = callgrind.annotate(out)
     assert total > 10_000
     assert sum(functions.values()) == total  # threshold 100 %: every function is listed
-
-
-INSTRUCTION_CASE = """
-import pytest
-from perfgate.measure.instructions import record_instructions
-
-@pytest.mark.instructions
-def test_counted(benchmark):
-    result = {"per_call": [1000.0, 1010.0, 1005.0], "calls": 4, "counters": {"aten_ops": 3},
-              "top_functions": [["f", 900]], "allocator_per_call": 40.0}
-    record_instructions(benchmark, result)
-
-@pytest.mark.instructions
-def test_needs_valgrind(benchmark, instruction_counts):
-    pass
-
-def test_timed(benchmark):
-    benchmark(lambda: None)
-
-def test_plain():
-    pass
-"""
-
-
-@pytest.fixture
-def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    pytester.makepyfile(test_cases=INSTRUCTION_CASE)
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-        monkeypatch.delenv(name, raising=False)
-    return pytester
-
-
-def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess(  # this repository's configuration: perfgate on
-        "-p", "perfgate.plugin", "-p", "no:cacheprovider", "-o", "perfgate=true", *args
-    )
-
-
-def test_timed_runs_deselect_the_instruction_cases(project):
-    result = run(project, "--collect-only", "-q")
-    result.stdout.fnmatch_lines(["*test_timed*", "*test_plain*", "*2 deselected*"])
-    result.stdout.no_fnmatch_line("*test_counted*")
-
-
-def test_an_instruction_run_stores_counts_as_nominal_nanoseconds(project, tmp_path):
-    report = tmp_path / "run.json"
-    args = ("--perf-measure", "instructions", "-k", "counted or timed or plain")
-    result = run(project, *args, f"--benchmark-json={report}")
-    result.assert_outcomes(passed=2, deselected=2)
-    (saved,) = json.loads(report.read_text())["benchmarks"]
-    assert saved["stats"]["data"] == pytest.approx([1e-6, 1.01e-6, 1.005e-6])
-    extra = saved["extra_info"]
-    assert extra["instructions"] == 1005 and extra["instructions_spread"] == pytest.approx(0.01)
-    assert extra["measure"] == "instructions" and extra["counters"] == {"aten_ops": 3}
-    assert extra["uncounted"] == counters.UNCOUNTED and extra["allocator_instructions"] == 40
-    key = json.loads(report.read_text())["machine_info"]["perfgate"]["hardware_key"]
-    assert key == counters.hardware_key()
-
-
-def test_without_valgrind_the_gate_stops_with_one_line(project, monkeypatch, tmp_path):
-    monkeypatch.setenv("PATH", str(tmp_path))  # no valgrind on this PATH
-    result = run(project, "--perf-measure", "instructions", "--perf-gate")
-    assert result.ret == GATE_NOT_RUN  # never a green run that counted nothing
-    result.stderr.fnmatch_lines(["*needs valgrind*apt-get install valgrind*"])
-
-
-def test_without_valgrind_an_ungated_run_skips_with_the_reason(project, monkeypatch, tmp_path):
-    monkeypatch.setenv("PATH", str(tmp_path))
-    result = run(project, "--perf-measure", "instructions", "-k", "needs_valgrind", "-rs")
-    result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*need valgrind*apt-get install valgrind*"])

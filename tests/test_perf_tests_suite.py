@@ -80,3 +80,20 @@ def test_gate_on_cuda_without_a_gpu_cannot_run(suite_project):
     assert_cannot_gate(
         run(suite_project, "--perf-gate", "--device", "cuda"), "no CUDA device on this machine"
     )
+
+
+def test_cases_marked_instructions_are_left_out_of_timed_runs_only(suite_project):
+    suite_project.makepyfile(
+        test_counted="""
+        import pytest
+
+        @pytest.mark.instructions
+        def test_counted(benchmark):
+            benchmark(len, "abc")
+        """
+    )
+    timed = run(suite_project, "--collect-only", "-q", "-p", "no:xdist")
+    timed.stdout.fnmatch_lines(["*test_work*", "*1 deselected*"])
+    timed.stdout.no_fnmatch_line("*::test_counted")
+    counted = run(suite_project, "--collect-only", "-q", "--perf-measure=instructions")
+    counted.stdout.fnmatch_lines(["test_counted.py::test_counted"])

@@ -9,6 +9,8 @@ ADAPTER_CHECKS = """
 import json
 from pathlib import Path
 
+import pytest
+
 from perfgate import _pytest_benchmark as adapter
 
 
@@ -45,6 +47,31 @@ def test_adapter(benchmark, request):
 def test_profiled_fixture(benchmark, request):
     adapter.mark_profiled(benchmark)  # no result, and no "fixture was not used" warning
     assert adapter.timed_names(request.config) == set()
+
+
+def handed(benchmark):
+    calls = []
+    adapter.count_instead(benchmark, lambda *given: calls.append(given) or "result")
+    return calls
+
+
+def test_counted_call(benchmark):
+    calls = handed(benchmark)
+    assert benchmark(divmod, 7, b=2) == "result"
+    assert calls == [(divmod, (7,), {"b": 2}, None, None)]
+    with pytest.raises(Exception, match="only be used once"):
+        benchmark(divmod, 7, 2)
+
+
+def test_counted_pedantic_call(benchmark, request):
+    calls = handed(benchmark)
+    setup, teardown = (lambda: ((1,), {})), (lambda *a: None)
+    with pytest.raises(ValueError, match="iterations"):
+        benchmark.pedantic(divmod, setup=setup, iterations=2)
+    benchmark._mode = None  # the refused call above used the fixture
+    benchmark.pedantic(divmod, setup=setup, teardown=teardown, rounds=50)
+    assert calls == [(divmod, (), {}, setup, teardown)]
+    assert adapter.timed_names(request.config) == set()  # counted, not timed
 """
 
 
@@ -55,7 +82,7 @@ def test_adapter_reaches_what_perfgate_needs(pytester: pytest.Pytester, monkeypa
     result = pytester.runpytest_subprocess(
         "-p", "perfgate.plugin", "-p", "no:cacheprovider", "-o", "perfgate=true"
     )
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=4)
     result.stdout.no_fnmatch_line("*not used at all*")
 
 

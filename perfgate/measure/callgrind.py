@@ -1,13 +1,10 @@
-"""Instruction counts of host-overhead cases, measured by callgrind.
+"""Instruction counts of benchmarked calls, measured by callgrind: the parent's side.
 
-The parent (``measure``) starts ``valgrind --tool=callgrind`` with instrumentation off, running
-``perfgate.measure.callgrind_child`` as a script, in a few processes at once, each with another heap
-layout; each builds every case (compiling included) at near native speed, switches
-instrumentation on with ``callgrind_control``, runs one uncounted warm-up repeat and
-``repeats`` counted repeats of ``calls`` calls, each dumped to its own file by
-``torch._C._valgrind_toggle_and_dump_stats``, switches it off again and counts the exact
-counters (ATen operators, Python calls, Dynamo graphs). The parent reads every dump with
-``callgrind_annotate`` and keeps per case the layout with the fewest instructions.
+``measure`` starts ``valgrind --tool=callgrind`` with instrumentation off, running
+``perfgate.measure.callgrind_child`` (pytest on the selected tests), in a few processes at once,
+each with another heap layout; each counts every test's ``benchmark(...)`` call
+(``callgrind_child.Counter``) into dumps of its own. The parent reads every dump with
+``callgrind_annotate`` and keeps per test the layout with the fewest instructions.
 
 ``PERFGATE_INJECT_INSTRUCTIONS`` (gate validation, ``perfgate/measure/callgrind_inject.py``) adds a
 known share of instructions to every call.
@@ -22,8 +19,6 @@ import shutil
 import statistics
 import subprocess
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.fields import ALLOCATOR, STORED_FUNCTIONS, stable_name
@@ -33,26 +28,21 @@ from perfgate.measure.callgrind_process import (
     python_in,
     scratch_parent,
 )
+from perfgate.measure.callgrind_requests import LIBRARY_NAME
+from perfgate.options import COUNTING_SPEC
 
-TOOLS = ("valgrind", "callgrind_annotate", "callgrind_control")
+TOOLS = ("valgrind", "callgrind_annotate")
 LAYOUT_VARIABLE = "PERFGATE_CALLGRIND_LAYOUT"  # which heap layout a counting process takes
+SPEC_FILE, RESULTS_FILE = "spec.json", "results.json"  # in the counting process's folder
 # Functions kept per case for the diff, by self instructions per call: the 100 largest, and any
 # other with at least 0.1 % of the case (up to 400), so that work worth a share the gate can see
 # is named even in a small case, whose 100th function may be far below it.
 LISTED_SHARE = 0.001
 MAX_FUNCTIONS = 400
 NAME_LENGTH = 160  # function names are cut here (C++ template names run to kilobytes)
-
-
-@dataclass(frozen=True)
-class HostCase:
-    """One case: ``build()`` makes the zero-argument callable to count (setup and compile happen
-    there, uncounted); ``calls`` calls make one repeat."""
-
-    build: Callable[[], Callable[[], object]]
-    calls: int
-    # A TorchDispatchMode makes a compiled model run its frame eagerly: the count would be eager's
-    count_aten_ops: bool = True
+# pytest's exit statuses after which the counting process's results stand: all passed, or some
+# failed (each test's outcome is in the results)
+FINISHED = (0, 1)
 
 
 class CallgrindError(Exception):
@@ -65,30 +55,31 @@ def missing_tools() -> list[str]:
 
 
 # --- the parent: start valgrind, read the dumps ------------------------------------------------
-def measure(
-    module: str, cases: list[str], repeats: int, root: Path, log: Path, layouts: int = 1
-) -> dict[str, dict]:
-    """Count every case of ``module.HOST_CASES`` named in ``cases`` in ``layouts`` callgrind
-    processes at once, each with another heap layout (``shift_layout``), and keep per case the
-    process that counted the fewest instructions per call.
+def measure(spec: dict, root: Path, log: Path, library: Path, layouts: int = 1) -> dict[str, dict]:
+    """Count the tests of ``spec`` (``nodeids``, pytest's ``args``, ``repeats``) in ``layouts``
+    callgrind processes at once, each with another heap layout (``shift_layout``), and keep
+    per test the process that counted the fewest instructions per call.
 
     A layout can only add work (unlucky collisions in CPython's method cache and dictionaries:
     ``docs/gate-validation/instructions-session6/``), so the fewest over several layouts is the
     count that does not depend on the one a session happens to get.
 
-    Returns per case: ``per_call`` (instructions per call of each repeat, outside the allocator),
-    ``allocator_per_call`` (the allocator's, not gated), ``top_functions`` ([name, self
-    instructions per call] of the median repeat), ``counters``, ``calls``, and ``layout`` (the
-    process kept) with ``per_layout`` (each process's median per call). ``log`` receives the
-    first process's valgrind output, ``LOG-layoutN`` the others'; ``root`` goes on PYTHONPATH.
+    Returns per test id either its ``outcome`` and ``message`` (failed, skipped, not collected,
+    no benchmark call) or its counts: ``per_call`` (instructions per call of each repeat,
+    outside the allocator), ``allocator_per_call`` (the allocator's, not gated),
+    ``top_functions`` ([name, self instructions per call] of the median repeat), ``counters``,
+    ``calls``, the test's ``group`` and ``extra_info``, and ``layout`` (the process kept) with
+    ``per_layout`` (each process's median per call). ``log`` receives the first process's
+    output, ``LOG-layoutN`` the others'; ``root`` goes on PYTHONPATH; ``library`` is
+    ``callgrind_requests.build()``'s.
     """
     with contextlib.ExitStack() as stack:
         folders = [
-            stack.enter_context(
+            Path(stack.enter_context(
                 tempfile.TemporaryDirectory(prefix="perfgate-callgrind-", dir=scratch_parent())
-            )
+            ))
             for _ in range(layouts)
-        ]
+        ]  # fmt: skip
         logs = [log] + [
             log.with_name(f"{log.stem}-layout{n}{log.suffix}") for n in range(1, layouts)
         ]
@@ -96,10 +87,9 @@ def measure(
         processes = []
         try:
             for layout, (scratch, path) in enumerate(zip(folders, logs, strict=True)):
-                spec = {"module": module, "cases": cases, "repeats": repeats, "out": scratch}
-                processes.append(_start(spec, root, Path(scratch), path, layout))
+                processes.append(_start(spec, root, scratch, path, layout, library))
             counted = [
-                _finish(process, Path(s), path)
+                _finish(process, s, path)
                 for process, s, path in zip(processes, folders, logs, strict=True)
             ]
         finally:
@@ -108,15 +98,18 @@ def measure(
                     process.kill()
                     process.wait()
         per_layout = [
-            {name: _summarize(raw[name], scratch) for name in cases}
+            {name: _summarize(entry, scratch) for name, entry in raw.items()}
             for raw, scratch in zip(counted, folders, strict=True)
         ]
-        return {name: _fewest([each[name] for each in per_layout]) for name in cases}
+        return {name: _fewest([each[name] for each in per_layout]) for name in spec["nodeids"]}
 
 
-def _start(spec: dict, root: Path, scratch: Path, log: Path, layout: int) -> subprocess.Popen:
-    spec_path = scratch / "spec.json"
-    spec_path.write_text(json.dumps(spec))
+def _start(
+    spec: dict, root: Path, scratch: Path, log: Path, layout: int, library: Path
+) -> subprocess.Popen:
+    spec_path = scratch / SPEC_FILE
+    spec_path.write_text(json.dumps({**spec, "out": str(scratch)}))
+    shutil.copyfile(library, scratch / LIBRARY_NAME)
     command = [
         *no_address_randomization(),
         "valgrind",
@@ -130,6 +123,7 @@ def _start(spec: dict, root: Path, scratch: Path, log: Path, layout: int) -> sub
         str(spec_path),
     ]
     env = {**environment(root, scratch), LAYOUT_VARIABLE: str(layout)}
+    env[COUNTING_SPEC] = str(spec_path)
     with open(log, "w", encoding="utf-8") as output:  # the child keeps its own handle
         return subprocess.Popen(command, env=env, cwd=scratch, stdout=output, stderr=output)
 
@@ -137,8 +131,8 @@ def _start(spec: dict, root: Path, scratch: Path, log: Path, layout: int) -> sub
 def _finish(process: subprocess.Popen, scratch: Path, log: Path) -> dict:
     """The results of a counting process, once it ends; CallgrindError if it failed."""
     returncode = process.wait()
-    results = scratch / "results.json"
-    if returncode != 0 or not results.exists():
+    results = scratch / RESULTS_FILE
+    if returncode not in FINISHED or not results.exists():
         raise CallgrindError(
             f"the callgrind run failed (exit {returncode}): {_last_line(log)}; full log in {log}"
         )
@@ -146,7 +140,10 @@ def _finish(process: subprocess.Popen, scratch: Path, log: Path) -> dict:
 
 
 def _fewest(summaries: list[dict]) -> dict:
-    """The summary of the layout with the fewest instructions per call (median of repeats)."""
+    """The summary of the layout with the fewest instructions per call (median of repeats);
+    the first layout's outcome where a layout counted nothing."""
+    if any("per_call" not in summary for summary in summaries):
+        return next(summary for summary in summaries if "per_call" not in summary)
     medians = [statistics.median(summary["per_call"]) for summary in summaries]
     layout = medians.index(min(medians))
     return {**summaries[layout], "layout": layout, "per_layout": medians}
@@ -157,11 +154,13 @@ def _last_line(log: Path) -> str:
     return lines[-1] if lines else "no output"
 
 
-def _summarize(raw: dict, scratch: str) -> dict:
+def _summarize(raw: dict, scratch: Path) -> dict:
+    if "dumps" not in raw:  # failed, skipped, not collected: the outcome as the child saw it
+        return raw
     calls = raw["calls"]
     per_call, allocator, functions = [], [], []
     for dump in raw["dumps"]:
-        total, counts = annotate(Path(scratch, f"callgrind.out.{dump}"))
+        total, counts = annotate(scratch / f"callgrind.out.{dump}")
         per_call.append(counted(total, counts) / calls)
         allocator.append((total - counted(total, counts)) / calls)
         functions.append(counts)
@@ -173,6 +172,8 @@ def _summarize(raw: dict, scratch: str) -> dict:
         "calls": calls,
         "top_functions": [[name, round(count / calls)] for name, count in top],
         "counters": raw["counters"],
+        "group": raw.get("group"),
+        "extra_info": raw.get("extra_info", {}),
         "injected_instructions": raw.get("injected_instructions", 0),
         "uninjected_per_call": raw.get("uninjected_per_call", []),
     }

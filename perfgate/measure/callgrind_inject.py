@@ -1,10 +1,11 @@
 """Gate validation only: add a known share of instructions to every call of a case.
 
-``PERFGATE_INJECT_INSTRUCTIONS=0.01`` makes the callgrind script count each case as usual, then
+``PERFGATE_INJECT_INSTRUCTIONS=0.01`` makes the counting process count each case as usual, then
 again with a ``zlib.crc32`` over a buffer after every call, the buffer sized so the extra work
-is that fraction of the case's own count. The crc32 is C code called through a partial: it adds
-instructions and no Python call or ATen operator, so only the instruction rule can catch it, and
-the function diff names it (``crc32_z``).
+is that fraction of the case's own count; ``PERFGATE_INJECT_MATCHING=TEXT`` injects only into
+the tests whose id contains TEXT (the others are counted as usual). The crc32 is C code called
+through a partial: it adds instructions and no Python call or ATen operator, so only the
+instruction rule can catch it, and the function diff names it (``crc32_z``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import zlib
 from collections.abc import Callable
 
 INJECT_VARIABLE = "PERFGATE_INJECT_INSTRUCTIONS"
+MATCHING_VARIABLE = "PERFGATE_INJECT_MATCHING"
 CALIBRATION_BYTES = (4096, 65536)
 
 
@@ -28,6 +30,11 @@ def inject_fraction() -> float:
     if not 0 <= value < 1:
         raise ValueError(f"{INJECT_VARIABLE}={text!r}: expected a fraction in [0, 1)")
     return value
+
+
+def injects_into(test_id: str) -> bool:
+    """Whether an injection (if any) goes into this test."""
+    return os.environ.get(MATCHING_VARIABLE, "") in test_id
 
 
 def crc32_cost(per_call: Callable[[Callable[[], object]], float]) -> tuple[float, float]:

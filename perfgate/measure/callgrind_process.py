@@ -18,7 +18,12 @@ from pathlib import Path
 # collisions), and the heap's layout on everything the process did before counting: a warm
 # Inductor cache skips compiling, a longer path allocates longer strings. One fresh-clone
 # session once read +0.6 % on unchanged code (docs/gate-validation/instructions-session6/).
-PASSED_VARIABLES = ("LD_LIBRARY_PATH", "PERFGATE_INJECT_INSTRUCTIONS")
+PASSED_VARIABLES = (
+    "LD_LIBRARY_PATH",
+    "PERFGATE_INJECT_INSTRUCTIONS",
+    "PERFGATE_INJECT_MATCHING",
+    "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+)
 SYSTEM_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
 # Inductor builds its C++ kernels with -march=native: on a machine with AVX-512 they die under
 # valgrind with SIGILL. On x86-64 the counting process builds them for the capability it counts.
@@ -27,7 +32,9 @@ X86_64_MARCH = {"AVX2": "x86-64-v3", "DEFAULT": "x86-64"}
 
 def environment(root: Path, scratch: Path) -> dict[str, str]:
     """The counting process's variables; ``scratch`` is its private folder and working
-    directory, where ``src`` links to ``root`` (on PYTHONPATH)."""
+    directory, where ``src`` links to ``root`` (on PYTHONPATH), and ``harness`` to the folder
+    perfgate was imported from, where that is neither ``root`` nor an installed package (a
+    checkout on the caller's PYTHONPATH: the counting process imports the same perfgate)."""
     from perfgate.measure.instructions import counted_capability
 
     capability = counted_capability()
@@ -36,13 +43,13 @@ def environment(root: Path, scratch: Path) -> dict[str, str]:
         Path(scratch, folder).mkdir()
     tools = [
         str(Path(shutil.which(tool)).parent)
-        for tool in ("valgrind", "callgrind_control")
+        for tool in ("valgrind", "callgrind_annotate")
         if shutil.which(tool)
     ]
     env = {name: os.environ[name] for name in PASSED_VARIABLES if name in os.environ}
     env.update(
         PATH=os.pathsep.join(dict.fromkeys([*tools, *SYSTEM_PATH])),
-        PYTHONPATH=str(Path(scratch, "src")),
+        PYTHONPATH=os.pathsep.join(_import_paths(root, scratch)),
         HOME=str(Path(scratch, "home")),
         TMPDIR=str(Path(scratch, "tmp")),
         LC_ALL="C",
@@ -60,6 +67,16 @@ def environment(root: Path, scratch: Path) -> dict[str, str]:
         env["TORCHINDUCTOR_CPP_MARCH"] = X86_64_MARCH[capability]
     _compile_sources(root)
     return env
+
+
+def _import_paths(root: Path, scratch: Path) -> list[str]:
+    paths = [str(Path(scratch, "src"))]
+    harness = Path(__file__).resolve().parents[2]  # the folder that holds perfgate/
+    installed = harness.is_relative_to(Path(sys.prefix).resolve())
+    if harness != root.resolve() and not installed:
+        Path(scratch, "harness").symlink_to(harness, target_is_directory=True)
+        paths.append(str(Path(scratch, "harness")))
+    return paths
 
 
 def scratch_parent() -> str | None:

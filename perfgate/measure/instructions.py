@@ -1,7 +1,7 @@
 """Instruction counts and exact counters: how they are stored (the verdict on them is
 ``verdict.rules``: ``InstructionCount`` and ``ExactCounters``).
 
-A host-overhead case stores its counts in pytest-benchmark's JSON: per repeat, instructions per
+A counted case stores its counts in pytest-benchmark's JSON: per repeat, instructions per
 call as samples in units of 1e-9 (1 instruction reads as 1 ns, so pytest-benchmark's tables stay
 readable), and the exact figures in ``extra_info``: ``measure: "instructions"``,
 ``instructions`` (median per call), ``instructions_spread`` (max / min - 1 over repeats),
@@ -12,8 +12,10 @@ The counted instructions leave out the C allocator (``uncounted`` says so; ``fie
 
 from __future__ import annotations
 
+import importlib.util
 import platform
 import statistics
+from pathlib import Path
 
 from perfgate.fields import Field
 
@@ -35,13 +37,26 @@ def hardware_key() -> str:
 
 def counted_capability() -> str:
     """The CPU capability the counting process is told to use (``ATEN_CPU_CAPABILITY``):
-    this machine's, but AVX2 in place of AVX-512, which valgrind does not execute (Inductor's
-    C++ kernels built for AVX-512 die there with SIGILL), so a machine with AVX-512 counts the
-    same code as one with AVX2, under the same key."""
+    this machine's as PyTorch names it, but AVX2 in place of AVX-512, which valgrind does not
+    execute (Inductor's C++ kernels built for AVX-512 die there with SIGILL), so a machine with
+    AVX-512 counts the same code as one with AVX2, under the same key. Without torch (a
+    pure-Python project), the same names from the CPU's flags: glibc's string functions and
+    CPython's own code pick their variants by them too."""
+    if importlib.util.find_spec("torch") is None:
+        return _capability_from_flags()
     import torch  # here, so the gate and the command line can read counts without torch
 
     capability = torch.backends.cpu.get_cpu_capability()
     return "AVX2" if capability == "AVX512" else capability
+
+
+def _capability_from_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """AVX2 where the CPU has it (x86-64), else DEFAULT, as PyTorch would name them."""
+    if platform.machine() not in ("x86_64", "AMD64") or not cpuinfo.exists():
+        return "DEFAULT"
+    lines = cpuinfo.read_text().splitlines()
+    flags = next((line for line in lines if line.startswith("flags")), "")
+    return "AVX2" if {"avx2", "fma"} <= set(flags.split()) else "DEFAULT"
 
 
 def record_instructions(benchmark, result: dict) -> None:

@@ -1,7 +1,12 @@
-"""``--perf-measure instructions``: the host-overhead cases (tests marked ``instructions``) are
-selected (``select``), counted all at once in callgrind processes (``count``, behind the
-``instruction_counts`` fixture of perfgate/plugin.py), and stored under their own key
-(``counters.hardware_key``). Without the option those cases are deselected.
+"""``--perf-measure instructions``: every selected test that uses pytest-benchmark's ``benchmark``
+fixture is counted instead of timed, whatever the project (choose them with ``-k`` or ``-m``).
+
+At the first such test, all of them are counted at once (``counts``): a few callgrind processes
+run pytest on them with this session's options (``child_args``), each counting every
+``benchmark(...)`` and ``benchmark.pedantic(...)`` call (``session.counting``, inside valgrind).
+Here the tests' bodies do not run: each one's counts are recorded in its benchmark fixture like
+a timing (``record``) and stored under the instruction key (``storage_key``); a test that failed
+or skipped in the counting process fails or skips here with its message.
 """
 
 from __future__ import annotations
@@ -11,12 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.measure import callgrind, callgrind_inject
+from perfgate import options as perfgate_options
+from perfgate.measure import callgrind, callgrind_inject, callgrind_requests
 from perfgate.measure import instructions as counters
 from perfgate.options import Options
 from perfgate.session.baseline import GateCannotRun
+from perfgate.session.declarations import uses_benchmark
 
 INSTALL_HINT = "install it with `apt-get install valgrind` (Debian, Ubuntu)"
+COUNTS = pytest.StashKey[dict]()  # test id -> its counts or outcome (``callgrind.measure``)
 
 
 def storage_key(options: Options) -> str | None:
@@ -24,47 +32,72 @@ def storage_key(options: Options) -> str | None:
     return counters.hardware_key() if options.instructions else None
 
 
-def check(options: Options) -> None:
-    """With --perf-gate, missing valgrind is a gate that cannot run (exit 6), because a gate
-    that counts nothing must not pass."""
-    missing = callgrind.missing_tools()
-    if options.instructions and options.gate and missing:
-        raise GateCannotRun(
-            f"--perf-measure instructions --perf-gate needs valgrind ({', '.join(missing)} "
-            f"not found): {INSTALL_HINT}"
-        )
-
-
-def select(config: pytest.Config, options: Options, items: list[pytest.Item]) -> None:
-    """Keep only the instruction cases with --perf-measure instructions, none of them without;
-    tests that are not benchmarks stay either way."""
-    kept, dropped = [], []
-    for item in items:
-        is_case = item.get_closest_marker("instructions") is not None
-        is_benchmark = "benchmark" in getattr(item, "fixturenames", ())
-        (kept if is_case == options.instructions or not is_benchmark else dropped).append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
-
-
-def count(request: pytest.FixtureRequest, options: Options) -> dict[str, dict]:
-    """Every selected case counted, in --perf-callgrind-layouts processes per case module."""
-    config = request.config
+def unavailable() -> str | None:
+    """Why nothing can be counted on this machine, in one line; None when all is here."""
     if missing := callgrind.missing_tools():
-        pytest.skip(f"instruction counts need valgrind ({', '.join(missing)} not found): "
-                    f"{INSTALL_HINT}")  # fmt: skip
-    items = [i for i in request.session.items if i.get_closest_marker("instructions")]
-    by_module: dict[str, list[str]] = {}
-    for item in items:
-        by_module.setdefault(item.module.__name__, []).append(item.callspec.params["case"])
-    results: dict[str, dict] = {}
+        return f"instruction counts need valgrind ({', '.join(missing)} not found): {INSTALL_HINT}"
+    try:
+        callgrind_requests.build()
+    except callgrind_requests.RequestsUnavailable as error:
+        return f"instruction counts need {error}"
+    return None
+
+
+def check(options: Options) -> None:
+    """With --perf-gate, a machine that cannot count is a gate that cannot run (exit 6),
+    because a gate that counts nothing must not pass."""
+    if options.instructions and options.gate and (reason := unavailable()):
+        raise GateCannotRun(f"--perf-measure instructions --perf-gate: {reason}")
+
+
+def record(item: pytest.Item, options: Options) -> None:
+    """In place of ``item``'s body: its counted call recorded in its benchmark fixture, or the
+    counting process's outcome (a failure, a skip) as this test's."""
+    entry = counts(item.session, options).get(item.nodeid, {})
+    if entry.get("outcome") == "skipped":
+        pytest.skip(entry["message"])
+    if "per_call" not in entry:
+        pytest.fail(entry.get("message", "not counted"), pytrace=False)
+    fixture = item.funcargs["benchmark"]
+    if entry["group"] is not None:
+        fixture.group = entry["group"]
+    fixture.extra_info.update(entry["extra_info"])
+    counters.record_instructions(fixture, entry)
+
+
+def counts(session: pytest.Session, options: Options) -> dict[str, dict]:
+    """Every benchmark test of the session counted, in --perf-callgrind-layouts processes (once
+    per session); a test's entry is its outcome where it could not be counted."""
+    config = session.config
+    if COUNTS in config.stash:
+        return config.stash[COUNTS]
+    nodeids = [item.nodeid for item in session.items if uses_benchmark(item)]
     log = Path("perfgate-results") / f"callgrind-{os.getpid()}.log"  # one per session
-    repeats, layouts = options.callgrind_repeats, options.callgrind_layouts
-    for module, cases in by_module.items():
+    spec = {"nodeids": nodeids, "args": child_args(config, nodeids),
+            "repeats": options.callgrind_repeats}  # fmt: skip
+    found, otherwise = {}, {"outcome": "failed", "message": f"not counted; the log: {log}"}
+    if reason := unavailable():
+        otherwise = {"outcome": "skipped", "message": reason}
+    else:
         try:
             callgrind_inject.inject_fraction()  # a bad value fails here, before valgrind starts
-            results.update(callgrind.measure(module, cases, repeats, config.rootpath, log, layouts))
+            library, layouts = callgrind_requests.build(), options.callgrind_layouts
+            found = callgrind.measure(spec, config.rootpath, log, library, layouts)
         except (callgrind.CallgrindError, ValueError) as error:
-            pytest.fail(str(error), pytrace=False)
-    return results
+            otherwise = {"outcome": "failed", "message": str(error)}
+    config.stash[COUNTS] = {name: found.get(name, otherwise) for name in nodeids}
+    return config.stash[COUNTS]
+
+
+def child_args(config: pytest.Config, nodeids: list[str]) -> list[str]:
+    """The counting processes' pytest arguments: this session's, without its test paths and
+    perfgate's own options (paths of any length: the same count wherever a report goes), with
+    --perf-measure instructions (for the project's own hooks), the tests to count (by id, from
+    the folder ``src`` that links to the root), their own temporary folders and cache, and the
+    root as rootdir."""
+    given = [str(arg) for arg in config.invocation_params.args]
+    paths = set(config.args) if config.args_source == pytest.Config.ArgsSource.ARGS else set()
+    kept = [arg for arg in perfgate_options.without_own(given) if arg not in paths]
+    private = ["--perf-measure=instructions", "--rootdir=src", "--basetemp=tmp/pytest",
+               "-o", "cache_dir=$TMPDIR/pytest-cache"]  # fmt: skip
+    return [*kept, *private, *(f"src/{nodeid}" for nodeid in nodeids)]
