@@ -4,6 +4,7 @@ file read by a virtual clock, so durations are exact on any machine; the paired 
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -227,11 +228,20 @@ def test_the_gate_names_the_ab_command_for_its_regressions():
                  "perf_tests/test_sdpa.py::test_attention[cuda-x-flash-fp16]"}  # fmt: skip
     hint = ab_hint(regressed, "0123456789abcdef")
     assert hint.endswith("perfgate ab 0123456789ab -k 'test_attention or test_dequantize'")
-    hint = ab_hint(regressed, "0123456789abcdef", "bench tests/more")
+    hint = ab_hint(regressed, "0123456789abcdef", ["bench", "tests/more"])
     assert hint.endswith(
         "ab 0123456789ab --tests bench tests/more -k 'test_attention or test_dequantize'"
     )
     assert ab_hint(set(), "0123456789abcdef") is None and ab_hint(regressed, None) is None
+
+
+def test_the_gates_ab_command_pasted_into_a_shell_gives_back_the_exact_node_id():
+    from perfgate.session.gate import ab_hint
+
+    case = "tests/test_a.py::test_x[a b-1]"  # a shell would glob [...] and split at the space
+    hint = ab_hint({case}, "0123456789abcdef", [case])
+    command = shlex.split(hint.split("alternating blocks: ")[1])
+    assert command == ["perfgate", "ab", "0123456789ab", "--tests", case, "-k", "test_x"]
 
 
 GPU_BENCHMARKS = """

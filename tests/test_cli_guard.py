@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import git, perfgate
+from helpers import AB_CLOCK, COST_BENCHMARK, commit, cost_project, git, perfgate, worktrees
 
 from perfgate.cli import bisect, main
 from perfgate.report import dashboard
@@ -159,3 +159,74 @@ def test_ctrl_c_in_profile_is_one_line_and_stops_pytest(tmp_path, monkeypatch):
     assert status == 130 and "interrupted" in err and "Traceback" not in err
     with pytest.raises(ProcessLookupError):  # the hanging pytest was stopped, and reaped
         os.kill(int(pid_file.read_text()), 0)
+
+
+HANG_S = 3  # how long the hanging step sleeps: a step left running would log within the wait
+# a step's benchmark that names its process and every ancestor (pytest, the step, git bisect
+# run, perfgate, ...), then sleeps
+HANGING_STEP = f"""
+import os, time
+from pathlib import Path
+
+def test_work(benchmark):
+    pids, pid = [], os.getpid()
+    while pid > 1:
+        pids.append(pid)
+        pid = int(Path(f"/proc/{{pid}}/stat").read_text().rpartition(")")[2].split()[1])
+    Path(os.environ["PERFGATE_PIDS"] + ".new").write_text(" ".join(map(str, pids)))
+    os.replace(os.environ["PERFGATE_PIDS"] + ".new", os.environ["PERFGATE_PIDS"])
+    time.sleep({HANG_S})
+"""
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie nobody reaped runs nothing)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_ctrl_c_in_bisect_stops_git_bisect_run_and_its_steps(tmp_path):
+    """GOOD and BAD measured, git bisect run's step hangs in its pytest: Ctrl-C to perfgate alone
+    leaves no process of the bisection running and nothing written to its results after it."""
+    repo = cost_project(tmp_path / "repo")
+    (repo / "perf_tests" / "test_work.py").write_text(HANGING_STEP)
+    commit(repo, "the step hangs")
+    (repo / "perf_tests" / "test_work.py").write_text(COST_BENCHMARK)
+    (repo / "cost.txt").write_text("0.002")
+    commit(repo, "twice the cost")
+    pids, temporary, results = tmp_path / "pids", tmp_path / "tmp", tmp_path / "results"
+    temporary.mkdir()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PERFGATE_PIDS=str(pids), TMPDIR=str(temporary))
+    env = {k: v for k, v in env.items() if not k.startswith("PYTEST_XDIST")}
+    command = ["bisect", "HEAD~2", "HEAD", "-k", "test_work", "--tests", "perf_tests",
+               "--threshold", "25%", "--out", str(results), "--", AB_CLOCK]  # fmt: skip
+    child = subprocess.Popen([sys.executable, "-m", "perfgate", *command], cwd=repo, env=env,
+                             stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not pids.exists():
+        assert child.poll() is None and time.monotonic() < deadline, child.stderr.read()
+        time.sleep(0.05)
+    chain = [int(pid) for pid in pids.read_text().split()]
+    assert child.pid in chain, chain
+    bisection = chain[: chain.index(child.pid)]  # pytest, the step, git bisect run
+    assert len(bisection) >= 2, chain
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    log = next(results.rglob("steps.jsonl"))
+    written = log.read_text()
+    assert child.returncode == 130, err
+    assert err.strip().splitlines()[-1] == (
+        "perfgate bisect: interrupted; the repository is left as it was"
+    ), err
+    assert "Traceback" not in err, err
+    grace = time.monotonic() + 1  # a killed process may take a moment to go
+    while any(running(pid) for pid in bisection) and time.monotonic() < grace:
+        time.sleep(0.05)
+    assert [pid for pid in bisection if running(pid)] == []
+    time.sleep(HANG_S)  # a step left running would have woken up and logged by now
+    assert log.read_text() == written
+    assert list(temporary.iterdir()) == []
+    assert worktrees(repo) == 1 and git(repo, "for-each-ref", "refs/bisect") == ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -179,6 +180,18 @@ def test_a_stored_comparison_that_cannot_run_stops_the_night_with_its_status(
     children_import_this_checkout(monkeypatch)
     status, _, err = perfgate("nightly", "--results", str(tmp_path / "r"), "--", *LOAD_PLUGIN)
     assert status == 6 and "the stored comparison exited 6" in err
+
+
+def test_the_stored_comparisons_command_pastes_into_a_shell_as_the_exact_node_ids(
+    repo, tmp_path, monkeypatch
+):
+    children_import_this_checkout(monkeypatch)
+    case = "perf_tests/test_work.py::test_work[a b-1]"  # no such case: pytest stops at once
+    status, _, err = perfgate("nightly", "--results", str(tmp_path / "r"), "--tests", case, "--",
+                              *LOAD_PLUGIN)  # fmt: skip
+    [line] = [line for line in err.splitlines() if line.startswith("stored comparison: ")]
+    command = shlex.split(line.removeprefix("stored comparison: "))
+    assert command[:2] == ["pytest", case] and status not in (0, 1), err
 
 
 def test_failing_tests_are_read_from_junit(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import sys
 from pathlib import Path
@@ -235,6 +236,24 @@ def test_the_hint_of_a_gate_without_a_baseline_leads_to_a_gateable_one(project):
     followed = run(project, *hint.split()[1:-1], "--benchmark-save=base")  # as written
     assert followed.ret == 8, output_of(followed)
     assert run(project, "--perf-gate").ret == 0
+
+
+SPACED_ID = """
+import pytest
+from virtual_clock import work
+
+@pytest.mark.parametrize("x", ["a b-1"], ids=str)
+def test_x(benchmark, x):
+    benchmark(work)
+"""
+
+
+def test_the_hint_for_a_node_id_pastes_into_a_shell_as_the_exact_id(project):
+    project.makepyfile(test_a=SPACED_ID)
+    case = "test_a.py::test_x[a b-1]"  # a shell would glob [...] and split at the space
+    output = output_of(run(project, "--perf-gate", case))
+    hint = output.split("record one with `")[1].split("`")[0]
+    assert shlex.split(hint) == ["pytest", case, "--perf-gate", "--benchmark-save=NAME"], hint
 
 
 def test_an_option_given_at_its_default_value_asks_for_perfgate(project):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shlex
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -151,7 +152,7 @@ def run_nightly(options: NightlyOptions, out, err) -> int:
     options.results.mkdir(parents=True, exist_ok=True)
     if rows is None:
         command = stored_comparison_command(options)
-        print("stored comparison: pytest " + " ".join(command), file=err, flush=True)
+        print("stored comparison: " + shlex.join(["pytest", *command]), file=err, flush=True)
         status = children.run_pytest(command, options.gpus)
         if status not in (0, 1):
             print(f"perfgate nightly: the stored comparison exited {status} (see its output "

@@ -8,8 +8,9 @@ marker, ``--threshold``, else from GOOD's measured noise, never below the device
 nothing to bisect. Then ``git bisect run`` calls ``step_main`` at each commit: 0 good, 1 bad,
 125 skip (the case did not run, pytest failed, or it is not gated: its rounds could not decide).
 The steps are logged as JSON lines and shown as a table with the first bad commit, each case with
-its verdict in the gate's words. The worktree and the bisect state are removed even on an error
-or Ctrl-C.
+its verdict in the gate's words. On an error, Ctrl-C or SIGTERM, ``git bisect run`` and its steps
+(their whole process group) are stopped first, then the worktree and the bisect state removed:
+nothing of the bisection runs or writes after the command exits.
 
 Exit status: 0 first bad commit named; 1 BAD is not slower than GOOD; 2 usage, git or
 measurement error; 130 interrupted.
@@ -129,7 +130,7 @@ def _bisect(args, extra, repo: Path, scratch: Path, out, err) -> int:
         out.write(f"BAD {args.bad} {why} GOOD {args.good} (see the table): nothing to bisect\n")
         return 1
     git(checkout, "bisect", "start", bad, good)
-    step = [sys.executable, "-c", STEP_CODE, *options, "--", *extra]
+    step = [sys.executable, "-c", STEP_CODE, *options, "--in-bisect-run", "--", *extra]
     commits = int(git(repo, "rev-list", "--count", f"{good}..{bad}"))
     transcript = _bisect_run(step, checkout, commits, err)
     (folder / "git-bisect.log").write_text(transcript)
@@ -158,16 +159,15 @@ def _bisect_run(step: list[str], checkout: Path, commits: int, err) -> str:
 
 
 def run_bisect(args: argparse.Namespace, extra: list[str], out, err) -> int:
-    """Run the bisection; returns the exit status (see the module docstring)."""
+    """Run the bisection; returns the exit status (see the module docstring). Ctrl-C and SIGTERM
+    go on as KeyboardInterrupt (the command line says so in one line, exit 130) once every child
+    is stopped and the worktrees are removed: nothing writes to ``--out`` afterwards."""
     scratch = Path(tempfile.mkdtemp(prefix="perfgate-bisect-"))
     repo = None
     try:
         repo = Path(git(Path.cwd(), "rev-parse", "--show-toplevel"))
         return _bisect(args, extra, repo, scratch, out, err)
-    except KeyboardInterrupt:
-        print("perfgate bisect: interrupted; the repository is left as it was", file=err)
-        return 130
-    finally:
+    finally:  # git bisect run and its steps were stopped first (children.session)
         for checkout in (scratch / "checkout", scratch / "good"):
             if repo is not None and checkout.exists():
                 _remove_worktree(repo, checkout, err)

@@ -45,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--log", type=Path, required=True)
     parser.add_argument("--good-checkout", type=Path, required=True)
     parser.add_argument("--measure-good", action="store_true")
+    # run by git bisect run, whose whole process group perfgate stops: its pytest stays in it
+    parser.add_argument("--in-bisect-run", action="store_true")
     add_step_arguments(parser.add_argument)
     return parser
 
@@ -56,7 +58,7 @@ def _measure(args, stem: str, extra: list[str], cwd: Path) -> tuple[Path | None,
     command = children.pytest(*(args.tests or ()), "-k", args.case, "-q", "-p", "no:cacheprovider",
                               "--benchmark-enable", f"--benchmark-json={result}",
                               *extra)  # fmt: skip
-    status = children.run(command, cwd=cwd, log=log)
+    status = children.run(command, cwd=cwd, log=log, alone=not args.in_bisect_run)
     if status != 0:
         return None, f"pytest exited {status} (see {log.name})"
     if not result.is_file() or not load(result).benchmarks:

@@ -2,17 +2,26 @@
 with its output in a log or streamed (``run``, ``stream``); and, on git as ``perfgate.ab.children``
 runs it (one ``git``, one child ``environment`` for both), a commit named or not, a worktree added
 and removed, and a long run's transcript. A child pytest is a session of its own, never taken for
-an xdist worker (pytest-benchmark turns itself off in one)."""
+an xdist worker (pytest-benchmark turns itself off in one).
+
+A long child runs in a session (and process group) of its own (``session``): on Ctrl-C, SIGTERM
+or any error, the whole group is stopped before the command goes on, so nothing it started (git
+bisect run's steps and their pytest) outlives the command or writes after it."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from perfgate.ab import AbError
 from perfgate.ab.children import environment, git, git_succeeds
+
+STOP_GRACE_S = 2.0  # seconds a stopped process group has to exit on SIGTERM before SIGKILL
 
 
 def commit_of(root: Path, revision: str) -> str | None:
@@ -40,13 +49,41 @@ def git_transcript(cwd: Path, *arguments: str, on_line=None) -> str:
     """What ``git ARGUMENTS`` printed (output and errors), however it exited, each line given
     to ``on_line`` as it comes: for a long run (``bisect run``) whose log tells what happened."""
     lines = []
-    with subprocess.Popen(["git", *arguments], cwd=cwd, text=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT) as process:  # fmt: skip
+    with session(["git", *arguments], cwd=cwd, text=True, stdout=subprocess.PIPE,
+                 stderr=subprocess.STDOUT) as process:  # fmt: skip
         for line in process.stdout:
             lines.append(line)
             if on_line is not None:
                 on_line(line)
     return "".join(lines)
+
+
+@contextlib.contextmanager
+def session(command: Sequence[str], **options) -> Iterator[subprocess.Popen]:
+    """``command`` started (``subprocess.Popen`` with ``options``) in a session and process group
+    of its own; on any exception in the block (Ctrl-C, SIGTERM, an error) the whole group is
+    stopped (``stop``) before the exception goes on, else the child is waited for."""
+    with subprocess.Popen(command, start_new_session=True, **options) as process:
+        try:
+            yield process
+        except BaseException:
+            stop(process)
+            raise
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Stop a child started by ``session`` and everything in its process group: SIGTERM, then
+    SIGKILL to whatever is left after ``STOP_GRACE_S`` seconds (or at once on a second Ctrl-C);
+    the child is reaped."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(STOP_GRACE_S)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        pass
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # the group is empty
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def pytest(*arguments: str) -> list[str]:
@@ -55,28 +92,27 @@ def pytest(*arguments: str) -> list[str]:
 
 
 def run(command: Sequence[str], cwd: Path | None = None, log: Path | None = None,
-        tree: Path | None = None) -> int:  # fmt: skip
+        tree: Path | None = None, alone: bool = True) -> int:  # fmt: skip
     """Run a child pytest (``command``: ``pytest(...)``) in ``cwd``, in its ``environment``: its
-    output into ``log`` (else this terminal); its exit status."""
-    env = environment(tree)
-    if log is None:
-        return subprocess.run(command, cwd=cwd, env=env).returncode
-    with open(log, "w", encoding="utf-8") as output:
-        return subprocess.run(command, cwd=cwd, env=env, stdout=output,
-                              stderr=subprocess.STDOUT).returncode  # fmt: skip
+    output into ``log`` (else this terminal); its exit status. ``alone``: in a ``session`` of its
+    own (False: in this process's group, for a process whose whole group is stopped, as git
+    bisect run's step is)."""
+    start = session if alone else subprocess.Popen
+    with contextlib.ExitStack() as files:
+        output = None if log is None else files.enter_context(open(log, "w", encoding="utf-8"))
+        errors = None if log is None else subprocess.STDOUT
+        with start(command, cwd=cwd, env=environment(tree), stdout=output,
+                   stderr=errors) as process:  # fmt: skip
+            return process.wait()
 
 
 def stream(command: Sequence[str], out) -> int:
     """Run a child pytest (``command``), its output streamed line by line to ``out``; its exit
-    status. On Ctrl-C or SIGTERM the child is killed first: it never outlives the command."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, bufsize=1, env=environment())  # fmt: skip
-    try:
+    status. On Ctrl-C or SIGTERM it is stopped first, with all it started (``session``): it never
+    outlives the command."""
+    with session(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                 bufsize=1, env=environment()) as process:  # fmt: skip
         for line in process.stdout:
             out.write(line)
             out.flush()
         return process.wait()
-    except BaseException:
-        process.kill()
-        process.wait()
-        raise

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from perfgate.fields import Fact
 from perfgate.format import MISSING, fmt_ratio, fmt_time, slug
 from perfgate.report import plots
@@ -78,7 +80,7 @@ def _profile_hint(members: list[Case]) -> list[str]:
         f"and prints the top operators by {clock} (naive: `aten::bmm` and softmax; fused: one "
         "attention kernel), e.g.",
         "",
-        f"    perfgate profile '{case.fullname}'",
+        f"    perfgate profile {shlex.quote(case.fullname)}",
         "",
     ]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,9 +108,10 @@ def _per_hardware(config: pytest.Config, read: Options) -> bool:
     return not explicit and read.baselines_root is not None
 
 
-def test_paths(config: pytest.Config) -> str:
-    """The session's test paths as the user gave them ("" for the current folder), for the
-    commands that perfgate prints: ``pytest tests/bench --benchmark-save=NAME``."""
+def test_paths(config: pytest.Config) -> list[str]:
+    """The session's test paths (or node ids) as the user gave them (none for the current
+    folder), for the commands that perfgate prints: ``pytest tests/bench --benchmark-save=NAME``
+    (each argument quoted for a shell there: ``shlex.join``)."""
     here = config.invocation_params.dir
     paths = [arg for arg in config.args if Path(arg).resolve() != here.resolve()]
     shown = []
@@ -118,15 +120,15 @@ def test_paths(config: pytest.Config) -> str:
             shown.append(str(Path(path).resolve().relative_to(here.resolve())))
         except ValueError:
             shown.append(path)
-    return " ".join(shown)
+    return shown
 
 
 def save_hint(config: pytest.Config) -> str:
     """How to record a gateable baseline (per-round data: perfgate asked), with this session's
     own test paths; under the gate, that session saves it as the first and exits 8."""
-    paths = test_paths(config)
+    command = shlex.join(["pytest", *test_paths(config), "--perf-gate", "--benchmark-save=NAME"])
     return (
-        f"record one with `pytest {paths + ' ' if paths else ''}--perf-gate --benchmark-save=NAME`"
+        f"record one with `{command}`"
         f" (it saves the first baseline and exits {FIRST_BASELINE}: nothing to gate yet)"
     )
 

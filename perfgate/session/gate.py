@@ -12,6 +12,8 @@ nothing, with one line saying why and what to do.
 from __future__ import annotations
 
 import json
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import pytest
@@ -33,17 +35,20 @@ from perfgate.verdict.pairing import declarations_of
 from perfgate.verdict.thresholds import Thresholds
 
 
-def ab_hint(regressed: set[str], baseline_commit: str | None, paths: str = "") -> str | None:
+def ab_hint(
+    regressed: set[str], baseline_commit: str | None, paths: Sequence[str] = ()
+) -> str | None:
     """The ``perfgate ab`` command that re-runs the regressed tests (of the session's test
     ``paths``) against the baseline's commit in alternating blocks (drift between sessions
-    cancels there)."""
+    cancels there); each argument quoted for a shell (a node id holds ``[...]``, maybe spaces)."""
     if not regressed or not baseline_commit:
         return None
     tests = sorted({name.split("::")[-1].split("[")[0] for name in regressed})
-    where = f" --tests {paths}" if paths else ""
+    where = ["--tests", *paths] if paths else []
+    command = ["perfgate", "ab", baseline_commit[:12], *where, "-k", " or ".join(tests)]
     return (
         "perfgate gate: to confirm across sessions, run the baseline's commit and this tree in "
-        f"alternating blocks: perfgate ab {baseline_commit[:12]}{where} -k '{' or '.join(tests)}'"
+        f"alternating blocks: {shlex.join(command)}"
     )
 
 
