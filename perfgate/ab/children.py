@@ -5,14 +5,18 @@ block process gets its tree first on ``PYTHONPATH`` and its GPU in ``CUDA_VISIBL
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from perfgate.ab import AbError
 
 XDIST_VARIABLES = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID")
+STOP_GRACE_S = 2.0  # seconds a stopped process group has to exit on SIGTERM before SIGKILL
 SERVER = Path(__file__).with_name("server.py")
 # run by path, not imported: a tree under test may hold a perfgate of its own (A's is older)
 BOOT = (
@@ -51,7 +55,8 @@ def run_pytest(arguments: list[str], gpus: list[str | None]) -> int:
     them), its output on this terminal; its exit status."""
     command = [sys.executable, "-m", "pytest", *arguments]
     visible = ",".join(gpu for gpu in gpus if gpu is not None) or None
-    return subprocess.run(command, env=environment(gpu=visible)).returncode
+    with session(command, env=environment(gpu=visible)) as process:
+        return process.wait()
 
 
 def start_server(tree: Path, gpu: str | None, log: Path) -> tuple[subprocess.Popen, int, int]:
@@ -68,3 +73,31 @@ def start_server(tree: Path, gpu: str | None, log: Path) -> tuple[subprocess.Pop
     os.close(request_read)
     os.close(reply_write)
     return process, request_write, reply_read
+
+
+@contextlib.contextmanager
+def session(command: Sequence[str], **options) -> Iterator[subprocess.Popen]:
+    """``command`` started (``subprocess.Popen`` with ``options``) in a session and process group
+    of its own; on any exception in the block (Ctrl-C, SIGTERM, an error) the whole group is
+    stopped (``stop``) before the exception goes on, else the child is waited for."""
+    with subprocess.Popen(command, start_new_session=True, **options) as process:
+        try:
+            yield process
+        except BaseException:
+            stop(process)
+            raise
+
+
+def stop(process: subprocess.Popen) -> None:
+    """Stop a child started by ``session`` and everything in its process group: SIGTERM, then
+    SIGKILL to whatever is left after ``STOP_GRACE_S`` seconds (or at once on a second Ctrl-C);
+    the child is reaped."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(STOP_GRACE_S)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        pass
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # the group is empty
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()

@@ -11,17 +11,13 @@ bisect run's steps and their pytest) outlives the command or writes after it."""
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from perfgate.ab import AbError
-from perfgate.ab.children import environment, git, git_succeeds
-
-STOP_GRACE_S = 2.0  # seconds a stopped process group has to exit on SIGTERM before SIGKILL
+from perfgate.ab.children import environment, git, git_succeeds, session
 
 
 def commit_of(root: Path, revision: str) -> str | None:
@@ -56,34 +52,6 @@ def git_transcript(cwd: Path, *arguments: str, on_line=None) -> str:
             if on_line is not None:
                 on_line(line)
     return "".join(lines)
-
-
-@contextlib.contextmanager
-def session(command: Sequence[str], **options) -> Iterator[subprocess.Popen]:
-    """``command`` started (``subprocess.Popen`` with ``options``) in a session and process group
-    of its own; on any exception in the block (Ctrl-C, SIGTERM, an error) the whole group is
-    stopped (``stop``) before the exception goes on, else the child is waited for."""
-    with subprocess.Popen(command, start_new_session=True, **options) as process:
-        try:
-            yield process
-        except BaseException:
-            stop(process)
-            raise
-
-
-def stop(process: subprocess.Popen) -> None:
-    """Stop a child started by ``session`` and everything in its process group: SIGTERM, then
-    SIGKILL to whatever is left after ``STOP_GRACE_S`` seconds (or at once on a second Ctrl-C);
-    the child is reaped."""
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(STOP_GRACE_S)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        pass
-    finally:
-        with contextlib.suppress(ProcessLookupError):  # the group is empty
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
 
 
 def pytest(*arguments: str) -> list[str]:
