@@ -77,7 +77,8 @@ class Gpu:
 class Profile:
     """Keys of ``Field.PROFILE``: a profiled case's largest parts per call."""
 
-    CLOCK = "clock"  # "device" (kernels' GPU time) or "cpu" (operators' CPU time)
+    CLOCK = "clock"  # "device" (kernels' GPU time), "cpu" (operators' CPU time) or PYTHON
+    PYTHON = "python"  # the clock of a cProfile profile: Python functions' self time
     TIME_US, ALLOCATED_BYTES = "time_us", "allocated_bytes"  # [name, per call] pairs
 
 

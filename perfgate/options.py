@@ -102,9 +102,10 @@ def _add_store(group) -> None:
         "--perf-store-profiles",
         choices=("saved", "always", "never"),
         default="saved",
-        help="store a compact torch.profiler profile with each case timed by measure.timing, "
-        "taken after the whole session, so the gate can say which kernels a later regression "
-        "changed: saved (default: runs saved with --benchmark-save or --benchmark-autosave), "
+        help="store a compact profile with each timed case (torch.profiler; cProfile for a plain "
+        "benchmark call that ran no PyTorch operator), taken after the whole session, so the "
+        "gate can say which kernels or functions a later regression changed: saved (default: "
+        "runs saved with --benchmark-save or --benchmark-autosave), "
         "always (also --benchmark-json), never",
     )
 
@@ -127,8 +128,9 @@ def _add_measure(group) -> None:
         "--perf-profile",
         default=None,
         metavar="DIR",
-        help="profile each case timed by measure.timing with torch.profiler instead of timing "
-        "it: writes DIR/<test>.txt (top operators) and DIR/<test>.trace.json (Chrome trace)",
+        help="profile each benchmark case instead of timing it: writes DIR/<test>.txt (top "
+        "operators) and DIR/<test>.trace.json (Chrome trace) by torch.profiler, or the top "
+        "Python functions and DIR/<test>.prof by cProfile for a call that ran no PyTorch operator",
     )
     group.addoption(
         "--perf-lock-clocks",

@@ -149,12 +149,18 @@ class Asked:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item):
+        from perfgate.measure import plain_profile
         from perfgate.session.declarations import declarations, uses_benchmark
 
         fixture = getattr(item, "funcargs", {}).get("benchmark") if uses_benchmark(item) else None
-        if fixture is not None and (declared := declarations(item)):
+        if fixture is None:
+            return (yield)
+        if declared := declarations(item):
             fixture.extra_info[Field.DECLARATIONS] = declared  # saved: compare applies it
-        return (yield)
+        plain_profile.prepare(fixture, self.state.mode)  # profiled instead, while profiling
+        result = yield
+        plain_profile.note(fixture, self.state.mode)
+        return result
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> bool | None:

@@ -461,7 +461,7 @@ def call():
         torch.sort(y, dim=-1)
 
 
-def test_plain(benchmark):  # not timed by measure.timing: no profile, saved once all the same
+def test_plain(benchmark):  # a plain call running no operator: a cProfile profile
     benchmark.pedantic(work, rounds=5)
 
 

@@ -1,6 +1,7 @@
 """``perfgate profile``: one benchmark case under torch.profiler, through the plugin's
 ``--perf-profile DIR`` option, which writes DIR/<name>.txt (top operators) and
-DIR/<name>.trace.json (Chrome trace) for each case it runs."""
+DIR/<name>.trace.json (Chrome trace) for each case it runs; for a plain benchmark call that ran
+no PyTorch operator, cProfile's table and DIR/<name>.prof (``measure.plain_profile``)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from perfgate.cli.guard import CommandError
 
 DEFAULT_FOLDER = Path("perfgate-results/profile")
 TRACE_SUFFIX = ".trace.json"
+PSTATS_SUFFIX = ".prof"  # cProfile's, for a plain call that ran no PyTorch operator
 PYTEST_USAGE_ERROR = 4  # pytest's exit code for bad arguments, e.g. an unknown option
 PYTEST_NO_TESTS = 5  # pytest's exit code when nothing was collected
 NOTHING_PROFILED = 2  # the command's error status: pytest passed, but no case was profiled
@@ -42,8 +44,8 @@ def _no_profile_hint(returncode: int, folder: Path) -> str:
         )
     if returncode == 0:
         return (
-            "the case ran, but only cases timed by perfgate.measure.timing (time_wall, "
-            "time_device) are profiled; perfgate profile is for those"
+            "the case ran, but made no benchmark call to profile (a case timed in rounds by "
+            "perfgate.measure.timing.time_rounds is never profiled)"
         )
     return f"nothing was written to {folder}; see the pytest output above"
 
@@ -75,14 +77,15 @@ def run_profile(
     returncode = children.stream(command, out)
     written = sorted(p for p, stamp in _files(folder).items() if before.get(p) != stamp)
     tables = [p for p in written if p.suffix == ".txt"]
-    traces = [p for p in written if p.name.endswith(TRACE_SUFFIX)]
+    traces = [p for p in written if p.name.endswith(TRACE_SUFFIX) or p.suffix == PSTATS_SUFFIX]
     for table in tables:
         print(f"\n=== {table}", file=out)
         print(table.read_text(encoding="utf-8").rstrip(), file=out)
     for trace in traces:
-        print(
-            f"Chrome trace: {trace} (open in https://ui.perfetto.dev or chrome://tracing)", file=out
-        )
+        opened = ("python -m pstats, or snakeviz" if trace.suffix == PSTATS_SUFFIX
+                  else "https://ui.perfetto.dev or chrome://tracing")  # fmt: skip
+        kind = "pstats" if trace.suffix == PSTATS_SUFFIX else "Chrome trace"
+        print(f"{kind}: {trace} (open in {opened})", file=out)
     if not tables and not traces:
         hint = _no_profile_hint(returncode, folder)
         raise CommandError(f"no profile written: {hint}", returncode or NOTHING_PROFILED)

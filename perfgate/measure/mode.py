@@ -24,7 +24,8 @@ class Mode:
     profile_dir: Path | None = None  # profile each case into files here instead of timing it
     collecting: bool = False  # profile each case instead of timing it, keeping the compact profile
     counting: bool = False  # count each CUDA case's launches instead of timing it
-    profilable: set[str] = field(default_factory=set)  # cases timed by time_wall or time_device
+    profilable: set[str] = field(default_factory=set)  # timed cases that can be profiled
+    unprofiled: set[str] = field(default_factory=set)  # timed by time_rounds: never profiled
     countable: set[str] = field(default_factory=set)  # CUDA cases timed by wall time
     profiles: dict[str, dict] = field(default_factory=dict)  # fullname -> compact profile
     counts: dict[str, dict] = field(default_factory=dict)  # fullname -> launch counts

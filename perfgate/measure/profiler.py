@@ -61,11 +61,16 @@ def profile_calls(
         return {Field.CLOCK: Clock.PROFILED}
     sort_by = "self_device_time_total" if device.type == "cuda" else "self_cpu_time_total"
     table = profile.key_averages().table(sort_by=sort_by, row_limit=20)
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / re.sub(r"[^A-Za-z0-9._-]", "_", benchmark.name)
+    stem = file_stem(folder, benchmark)
     Path(f"{stem}.txt").write_text(f"{benchmark.fullname}: {calls} calls\n{table}\n")
     profile.export_chrome_trace(f"{stem}.trace.json")
     return {Field.CLOCK: Clock.PROFILED, Field.PROFILE: f"{stem}.txt"}
+
+
+def file_stem(folder: Path, benchmark) -> Path:
+    """Where a case's profile files go: ``folder`` (made) / its test name as a file name."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / re.sub(r"[^A-Za-z0-9._-]", "_", benchmark.name)
 
 
 def run_profiler(fn: Callable[[], object], device: torch.device, calls: int):

@@ -207,7 +207,8 @@ def time_rounds(
     One iteration per round; the reading is divided by ``calls``, so pytest-benchmark stores the
     mean seconds per call of each round. ``round_fn`` must end with the device synchronized.
     """
-    if (now := mode.of(benchmark)).profiling():  # a fresh compile per round: into files only
+    (now := mode.of(benchmark)).unprofiled.add(benchmark.fullname)
+    if now.profiling():  # a fresh compile per round: into files only
         if now.profile_dir is not None:
             profiler.profile_calls(benchmark, round_fn, device, now, calls=1)
         return profiler.skip(benchmark)  # no result either way

@@ -162,8 +162,8 @@ class GateSession:
 
     def profile_confirmed(self, session: pytest.Session, current: Run, confirmation) -> Run:
         """``current`` with a profile of each confirmed regression (judged again in
-        ``conclude``: now with the kernel diff). Only measure.timing's cases profile; a counted
-        case shows its function diff instead."""
+        ``conclude``: now with the kernel diff). A counted case shows its function diff instead;
+        one timed in rounds (``timing.time_rounds``) is never profiled."""
         regressed = {r.name for r in self.results if r.verdict is Verdict.REGRESSION}
         timed = {n for n in regressed if not current.benchmarks[n].counted}
         timed &= self.mode.profilable

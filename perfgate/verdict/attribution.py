@@ -1,6 +1,7 @@
 """Where a confirmed regression comes from: the parts of a case that changed most, baseline vs
 now. For a timed case the parts are its kernels (device time per call on CUDA, operator CPU time
-on the CPU) and the operators that allocated memory, from the profiles stored with each side
+on the CPU; Python functions' self time where a plain benchmark call ran no PyTorch operator)
+and the operators that allocated memory, from the profiles stored with each side
 (``session.reruns.store_profiles``); for an instruction count they are functions
 (``function_diff``). Pure data in, lines out: the gate and ``perfgate compare`` print
 them under the verdict.
@@ -15,7 +16,7 @@ from perfgate.fields import ALLOCATOR, PROFILE_ROWS, STORED_FUNCTIONS, Profile, 
 ROWS = 10  # parts shown: kernels, allocation sites, functions
 
 PARTS = {  # what a profile lists: key, heading, how one value is written
-    "time": (Profile.TIME_US, "kernels by change in {clock} time per call", "{:,.1f} us"),
+    "time": (Profile.TIME_US, "{parts} by change in {clock} time per call", "{:,.1f} us"),
     "memory": (Profile.ALLOCATED_BYTES, "allocations by change in bytes per call", "{:,.0f} B"),
 }
 
@@ -64,7 +65,7 @@ def top_changes(
 
 def profile_diff(baseline: dict | None, current: dict | None, part: str) -> list[str]:
     """Lines comparing the stored profiles of a case (``part``: "time" or "memory"); none for a
-    case that has no profile on either side (only cases timed by measure.timing have one)."""
+    case that has no profile on either side (a case never profiled: counted, or timed in rounds)."""
     if not baseline and not current:
         return []
     if not baseline:
@@ -81,7 +82,9 @@ def profile_diff(baseline: dict | None, current: dict | None, part: str) -> list
     before, now = dict(baseline.get(key) or []), dict(current.get(key) or [])
     cut = (len(before) >= PROFILE_ROWS, len(now) >= PROFILE_ROWS)
     lines = top_changes(before, now, ROWS, form.format, cut)
-    heading = heading.format(clock=current[Profile.CLOCK])
+    clock = current[Profile.CLOCK]
+    parts = "functions" if clock == Profile.PYTHON else "kernels"
+    heading = heading.format(clock=clock, parts=parts)
     if not lines:
         return [f"{heading}: no change in the stored profiles"]
     return [f"top {len(lines)} {heading}:", *lines]
