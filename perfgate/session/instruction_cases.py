@@ -102,7 +102,8 @@ def child_args(config: pytest.Config, nodeids: list[str]) -> list[str]:
     # pytest's "already imported, cannot be rewritten" (perfgate is imported before pytest) and
     # pytest-benchmark's "Not saving anything" at its end (--benchmark-save: nothing is timed).
     private = ["--perf-measure=instructions", "--rootdir=src", "--basetemp=tmp/pytest",
-               "-o", "cache_dir=$TMPDIR/pytest-cache",
                "-W", "ignore::pytest.PytestAssertRewriteWarning",
                "-W", "ignore::pytest_benchmark.logger.PytestBenchmarkWarning"]  # fmt: skip
+    if config.pluginmanager.has_plugin("cacheprovider"):  # else cache_dir is an unknown option
+        private += ["-o", "cache_dir=$TMPDIR/pytest-cache"]
     return [*kept, *private, *(f"src/{nodeid}" for nodeid in nodeids)]
