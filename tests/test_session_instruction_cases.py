@@ -129,6 +129,31 @@ def test_the_counting_processes_get_this_sessions_options_and_the_tests_by_id(pr
     assert stand_in["spec"]["repeats"] == 4
 
 
+def test_the_counting_processes_let_perfgate_imported_before_pytest_pass_warnings_as_errors(
+    project, stand_in
+):
+    """A counting process imports perfgate before pytest (with perfgate installed from a wheel,
+    pytest warns that it cannot rewrite it) and saves nothing (pytest-benchmark warns "Not saving
+    anything" under --benchmark-save): under a project's `filterwarnings = error` each warning
+    was a traceback in the counting process and every case failed (cattrs, kornia)."""
+    run_inline(project, "-W", "error::DeprecationWarning", "--benchmark-save=base")
+    args = stand_in["spec"]["args"]
+    given = args.index("error::DeprecationWarning")
+    for category in ("pytest.PytestAssertRewriteWarning", "pytest_benchmark.logger."
+                     "PytestBenchmarkWarning"):  # fmt: skip
+        ignored = args.index(f"ignore::{category}")
+        assert args[ignored - 1] == "-W" and ignored > given  # the later filter wins
+
+
+def test_without_pytest_s_cache_the_counting_processes_get_no_cache_option(project, stand_in):
+    """`-o cache_dir=...` with `-p no:cacheprovider` is an unknown option: a PytestConfigWarning
+    that `filterwarnings = error` made an INTERNALERROR in the counting process (kornia)."""
+    run_inline(project)  # run_inline gives -p no:cacheprovider
+    assert not [arg for arg in stand_in["spec"]["args"] if arg.startswith("cache_dir=")]
+    project.runpytest_inprocess("-p", "perfgate.plugin", "--perf-measure", "instructions")
+    assert "cache_dir=$TMPDIR/pytest-cache" in stand_in["spec"]["args"]
+
+
 def test_perfgate_s_own_options_are_left_out_with_their_values():
     given = "-x --perf-gate --perf-gate-report r.md --perf-shard=1/2 -k a".split()
     given += "--perf-measure instructions --perf-lock-clocks --perf-tier quick".split()

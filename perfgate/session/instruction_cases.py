@@ -98,6 +98,12 @@ def child_args(config: pytest.Config, nodeids: list[str]) -> list[str]:
     given = [str(arg) for arg in config.invocation_params.args]
     paths = set(config.args) if config.args_source == pytest.Config.ArgsSource.ARGS else set()
     kept = [arg for arg in perfgate_options.without_own(given) if arg not in paths]
+    # Under a project's `filterwarnings = error`, two warnings would stop the counting process:
+    # pytest's "already imported, cannot be rewritten" (perfgate is imported before pytest) and
+    # pytest-benchmark's "Not saving anything" at its end (--benchmark-save: nothing is timed).
     private = ["--perf-measure=instructions", "--rootdir=src", "--basetemp=tmp/pytest",
-               "-o", "cache_dir=$TMPDIR/pytest-cache"]  # fmt: skip
+               "-W", "ignore::pytest.PytestAssertRewriteWarning",
+               "-W", "ignore::pytest_benchmark.logger.PytestBenchmarkWarning"]  # fmt: skip
+    if config.pluginmanager.has_plugin("cacheprovider"):  # else cache_dir is an unknown option
+        private += ["-o", "cache_dir=$TMPDIR/pytest-cache"]
     return [*kept, *private, *(f"src/{nodeid}" for nodeid in nodeids)]
