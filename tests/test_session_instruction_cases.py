@@ -6,6 +6,7 @@ counted and gated end to end (slow)."""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -164,6 +165,19 @@ def test_a_timed_run_is_unchanged(project):
     project.makepyfile(test_timed="def test_timed(benchmark):\n    benchmark(lambda: None)\n")
     result = project.runpytest_inprocess("-p", "perfgate.plugin", "test_timed.py")
     result.assert_outcomes(passed=1)
+
+
+def test_a_count_without_a_baseline_says_how_to_record_a_counted_one(project):
+    # the hint dropped --perf-measure instructions: followed, it recorded a timed baseline
+    if callgrind.missing_tools():
+        pytest.skip("valgrind is not installed")
+    result = run(project, "--perf-measure", "instructions", "--perf-gate", "-k", "counted")
+    assert result.ret == GATE_NOT_RUN
+    (line,) = [line for line in result.stderr.lines if "record one with" in line]
+    command = shlex.split(line.split("`")[1])
+    assert command[:1] == ["pytest"] and command[-4:] == [
+        "--perf-measure", "instructions", "--perf-gate", "--benchmark-save=NAME"
+    ]  # fmt: skip
 
 
 # --- a machine that cannot count: one line --------------------------------------------------

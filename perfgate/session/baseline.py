@@ -123,10 +123,13 @@ def test_paths(config: pytest.Config) -> list[str]:
     return shown
 
 
-def save_hint(config: pytest.Config) -> str:
+def save_hint(config: pytest.Config, read: Options) -> str:
     """How to record a gateable baseline (per-round data: perfgate asked), with this session's
-    own test paths; under the gate, that session saves it as the first and exits 8."""
-    command = shlex.join(["pytest", *test_paths(config), "--perf-gate", "--benchmark-save=NAME"])
+    own test paths and what it measures (a count needs a counted baseline); under the gate, that
+    session saves it as the first and exits 8."""
+    measure = ["--perf-measure", "instructions"] if read.instructions else []
+    command = shlex.join(["pytest", *test_paths(config), *measure, "--perf-gate",
+                          "--benchmark-save=NAME"])  # fmt: skip
     return (
         f"record one with `{command}`"
         f" (it saves the first baseline and exits {FIRST_BASELINE}: nothing to gate yet)"
@@ -158,7 +161,9 @@ def choose(config: pytest.Config, key: str, read: Options) -> BaselineChoice:
     if not wanted and not gate:
         return choice
     try:
-        choice.baseline, choice.members = baseline.choose(wanted, folder, _no_runs(config, choice))
+        choice.baseline, choice.members = baseline.choose(
+            wanted, folder, _no_runs(config, choice, read)
+        )
     except store.StoreError as error:
         if gate and isinstance(error, store.NoSuchRun) and not wanted and saving_requested(config):
             choice.first = str(error).split("; ")[0]  # the gate's first run: save, nothing to gate
@@ -207,12 +212,12 @@ def _check_hardware(config: pytest.Config, members: list[Run], key: str, gate: b
             return
 
 
-def _no_runs(config: pytest.Config, choice: BaselineChoice) -> str:
+def _no_runs(config: pytest.Config, choice: BaselineChoice, read: Options) -> str:
     """No saved run to compare with: where, and how to record one with this session's paths."""
     folder = choice.key_folder
     if choice.per_hardware:
-        return f"{store.no_runs_message(folder)}; {save_hint(config)}"
-    return f"no saved run in {folder} to compare with; {save_hint(config)}"
+        return f"{store.no_runs_message(folder)}; {save_hint(config, read)}"
+    return f"no saved run in {folder} to compare with; {save_hint(config, read)}"
 
 
 def require_samples(members: list[Run]) -> None:

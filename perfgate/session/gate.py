@@ -180,7 +180,8 @@ class GateSession:
         regressed = {r.name for r in self.results if r.verdict is Verdict.REGRESSION}
         changes = summary.environment_difference(members[-1], current)
         self.lines = summary.terminal_lines(self.results, changes, self.choice.label)
-        if hint := ab_hint(regressed, members[-1].commit, test_paths(self.config)):
+        timed = not self.options.instructions  # a count needs no confirming across sessions
+        if timed and (hint := ab_hint(regressed, members[-1].commit, test_paths(self.config))):
             self.lines.append(hint)
         self.write_reports(changes)
         if not any(r.verdict.gated for r in self.results):
