@@ -119,3 +119,13 @@ def test_a_failed_counting_process_stops_the_others_with_one_line(tmp_path, monk
 def test_layouts_shift_the_classes_made_before_torch():
     assert callgrind_child.shift_layout(0) == []
     assert len(callgrind_child.shift_layout(2)) == 2 * callgrind_child.LAYOUT_CLASSES
+
+
+def test_a_failed_count_names_the_processs_own_last_line_not_valgrinds(tmp_path):
+    # valgrind's summary follows the Python error in the log: the one line said "I refs: 0"
+    log = tmp_path / "callgrind.log"
+    error = "Traceback (most recent call last):\n  ...\nImportError: no module named x\n"
+    log.write_text(error + "==16606== \n==16606== Events    : Ir\n==16606== I   refs:      0\n")
+    process = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    with pytest.raises(callgrind.CallgrindError, match="exit 3.*ImportError: no module named x"):
+        callgrind._finish(process, tmp_path, log)

@@ -128,6 +128,9 @@ def _start(
         return subprocess.Popen(command, env=env, cwd=scratch, stdout=output, stderr=output)
 
 
+VALGRIND_LINE = re.compile(r"==\d+==")
+
+
 def _finish(process: subprocess.Popen, scratch: Path, log: Path) -> dict:
     """The results of a counting process, once it ends; CallgrindError if it failed."""
     returncode = process.wait()
@@ -150,8 +153,11 @@ def _fewest(summaries: list[dict]) -> dict:
 
 
 def _last_line(log: Path) -> str:
-    lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
-    return lines[-1] if lines else "no output"
+    """The log's last line of the process itself: valgrind's own lines (``==PID== ...``, its
+    summary after the error) say nothing of why."""
+    lines = [line.strip() for line in log.read_text(errors="replace").splitlines()]
+    own = [line for line in lines if line and not VALGRIND_LINE.match(line)]
+    return own[-1] if own else "no output"
 
 
 def _summarize(raw: dict, scratch: Path) -> dict:
