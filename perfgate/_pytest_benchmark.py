@@ -79,6 +79,12 @@ def mark_profiled(fixture) -> None:
     fixture._mode = "profiled by perfgate"
 
 
+def mark_not_counted(fixture) -> None:
+    """A case whose count failed in the counting process (its failure is this test's): no
+    "fixture was not used" warning on top of it, an ERROR under ``filterwarnings = error``."""
+    fixture._mode = "not counted by perfgate"
+
+
 def timed_names(config: pytest.Config) -> set[str]:
     """The full names of the cases this session timed so far (not the counted ones)."""
     results = _session(config).benchmarks

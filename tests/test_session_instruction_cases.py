@@ -106,6 +106,8 @@ def test_a_test_that_failed_in_the_counting_process_fails_here_with_its_line(pro
     result.assert_outcomes(failed=1, deselected=3)
     result.stdout.fnmatch_lines([f"*{message}*"])
     assert "Traceback" not in result.stdout.str()
+    # one failure, no teardown warning (an ERROR under filterwarnings = error) on top of it
+    assert "Benchmark fixture was not used" not in result.stdout.str()
 
 
 def test_a_failed_counting_process_fails_each_case_with_one_line(project, stand_in, monkeypatch):

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from perfgate import _pytest_benchmark
 from perfgate import options as perfgate_options
 from perfgate.measure import callgrind, callgrind_inject, callgrind_requests
 from perfgate.measure import instructions as counters
@@ -56,9 +57,10 @@ def record(item: pytest.Item, options: Options) -> None:
     entry = counts(item.session, options).get(item.nodeid, {})
     if entry.get("outcome") == "skipped":
         pytest.skip(entry["message"])
-    if "per_call" not in entry:
-        pytest.fail(entry.get("message", "not counted"), pytrace=False)
     fixture = item.funcargs["benchmark"]
+    if "per_call" not in entry:
+        _pytest_benchmark.mark_not_counted(fixture)
+        pytest.fail(entry.get("message", "not counted"), pytrace=False)
     if entry["group"] is not None:
         fixture.group = entry["group"]
     fixture.extra_info.update(entry["extra_info"])
