@@ -72,17 +72,12 @@ def samples(fixture) -> list[float]:
     return list(metadata.stats.data) if metadata is not None else []
 
 
-def mark_profiled(fixture) -> None:
-    """A case profiled instead of timed: no result, and no "fixture was not used" warning
-    (pytest-benchmark warns at teardown when the fixture has no mode; its ``skipped`` flag is
-    reset from the test's outcome, so it cannot say this)."""
-    fixture._mode = "profiled by perfgate"
-
-
-def mark_not_counted(fixture) -> None:
-    """A case whose count failed in the counting process (its failure is this test's): no
-    "fixture was not used" warning on top of it, an ERROR under ``filterwarnings = error``."""
-    fixture._mode = "not counted by perfgate"
+def mark_not_timed(fixture, why: str = "profiled by perfgate") -> None:
+    """A case perfgate ran another way than timing it (profiled; a count that failed, whose
+    failure is the test's): no result, and no "fixture was not used" warning (pytest-benchmark
+    warns at teardown when the fixture has no mode, an ERROR under ``filterwarnings = error``;
+    its ``skipped`` flag is reset from the test's outcome, so it cannot say this)."""
+    fixture._mode = why
 
 
 def timed_names(config: pytest.Config) -> set[str]:

@@ -20,20 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
-from perfgate.ab.journal import Entry, Journal
+from perfgate.ab.journal import Block, Entry, Journal
 from perfgate.ab.order import A, B, b_first, pair_order
 from perfgate.benchmark import Run
 from perfgate.progress import Progress, duration
 from perfgate.verdict.nightly import AB_DECIDED
 from perfgate.verdict.outcome import GateResult, Verdict
-
-
-@dataclass(frozen=True)
-class Block:
-    lane: int
-    pair: int
-    label: str
-    cases: tuple[str, ...]
 
 
 class Pair(NamedTuple):
@@ -174,7 +166,7 @@ class Engine:
             started = self.clock()
             run = self.runner.run(block, report, report.with_suffix(".log"))
             seconds = self.clock() - started
-            self.journal.record(Entry(lane, pair, label, block.cases, run, seconds), report,
+            self.journal.record(Entry(block, run, seconds), report,
                                 self.runner.pids())  # fmt: skip
             self._stepped(block, seconds)
 

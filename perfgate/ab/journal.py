@@ -28,11 +28,24 @@ WHERE_ANY = ("gpus",)  # a plan resumed on other GPUs (another runner) is the sa
 
 
 @dataclass(frozen=True)
-class Entry:
+class Block:
+    """One tree's turn in one pair of one lane (label A or B): the cases it runs."""
+
     lane: int
     pair: int
     label: str
     cases: tuple[str, ...]
+
+    @property
+    def key(self) -> tuple[int, int, str]:
+        return self.lane, self.pair, self.label
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A completed block: its results and how long it took."""
+
+    block: Block
     run: Run
     seconds: float
 
@@ -54,7 +67,7 @@ class Journal:
 
     def __init__(self, folder: Path, plan: dict, entries: list[Entry]):
         self.folder, self.plan = folder, plan
-        self.entries = {(e.lane, e.pair, e.label): e for e in entries}
+        self.entries = {e.block.key: e for e in entries}
         self._lock = threading.Lock()
 
     @classmethod
@@ -84,9 +97,10 @@ class Journal:
     def record(self, entry: Entry, report: Path, pids: set[int]) -> None:
         """``entry`` completed (its results in ``report``): on disk before anything else."""
         with self._lock:
-            self.entries[(entry.lane, entry.pair, entry.label)] = entry
-            self._append({"lane": entry.lane, "pair": entry.pair, "label": entry.label,
-                          "cases": list(entry.cases), "file": report.name,
+            block = entry.block
+            self.entries[block.key] = entry
+            self._append({"lane": block.lane, "pair": block.pair, "label": block.label,
+                          "cases": list(block.cases), "file": report.name,
                           "seconds": entry.seconds, "pids": sorted(pids)})  # fmt: skip
 
     def finish(self) -> None:
@@ -124,9 +138,9 @@ def _same(recorded: object, plan: dict) -> bool:
 def _entry(folder: Path, line: dict) -> Entry:
     try:
         run = read_results(folder / line["file"])
-        return Entry(int(line["lane"]), int(line["pair"]), str(line["label"]),
-                     tuple(line["cases"]), without_our_processes(run, set(line["pids"])),
-                     float(line["seconds"]))  # fmt: skip
+        block = Block(int(line["lane"]), int(line["pair"]), str(line["label"]),
+                      tuple(line["cases"]))  # fmt: skip
+        return Entry(block, without_our_processes(run, set(line["pids"])), float(line["seconds"]))
     except (KeyError, TypeError, ValueError, StoreError) as error:
         raise AbError(f"--resume: the journal in {folder} is damaged ({error}); remove that "
                       "folder to start over") from None  # fmt: skip

@@ -83,7 +83,7 @@ def python_profile(benchmark, target: Target, mode: Mode, calls: int) -> dict:
         Profile.TIME_US: [[name[:cut], round(us / calls, 3)] for name, us in rows],
         Profile.ALLOCATED_BYTES: [],
     }
-    _pytest_benchmark.mark_profiled(benchmark)
+    _pytest_benchmark.mark_not_timed(benchmark)
     if (folder := mode.profile_dir) is None:
         return {Field.CLOCK: Clock.PROFILED}
     stem = profiler.file_stem(folder, benchmark)

@@ -33,7 +33,7 @@ NAME_LENGTH = 160  # kernel names are cut here (C++ template names run to kiloby
 
 def skip(benchmark) -> None:
     """A case not profiled while profiling (a fresh compile per round): no result, no warning."""
-    _pytest_benchmark.mark_profiled(benchmark)
+    _pytest_benchmark.mark_not_timed(benchmark)
 
 
 def instead_of_timing(benchmark, fn: Callable[[], object], device: torch.device, mode: Mode):
@@ -55,7 +55,7 @@ def profile_calls(
     device time on CUDA, self CPU time on the CPU) and a Chrome trace there."""
     profile = run_profiler(fn, device, calls)
     mode.profiles[benchmark.fullname] = compact(profile.events(), device, calls)
-    _pytest_benchmark.mark_profiled(benchmark)
+    _pytest_benchmark.mark_not_timed(benchmark)
     folder = mode.profile_dir
     if folder is None:
         return {Field.CLOCK: Clock.PROFILED}

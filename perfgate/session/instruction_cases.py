@@ -59,7 +59,7 @@ def record(item: pytest.Item, options: Options) -> None:
         pytest.skip(entry["message"])
     fixture = item.funcargs["benchmark"]
     if "per_call" not in entry:
-        _pytest_benchmark.mark_not_counted(fixture)
+        _pytest_benchmark.mark_not_timed(fixture, "not counted by perfgate")
         pytest.fail(entry.get("message", "not counted"), pytrace=False)
     if entry["group"] is not None:
         fixture.group = entry["group"]
