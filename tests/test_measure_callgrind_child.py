@@ -1,4 +1,4 @@
-"""Inside the counting process (perfgate/measure/callgrind_child.py, callgrind_target.py,
+"""Inside the counting process (perfgate/measure/callgrind_child.py, target.py,
 exact_counters.py, callgrind_requests.py): what is counted of a benchmarked call (the call, never
 its setup or teardown), how many calls make a repeat, and the callgrind switch's library."""
 
@@ -12,8 +12,8 @@ import torch
 
 from perfgate.measure import callgrind_requests
 from perfgate.measure.callgrind_child import MAX_CALLS, TARGET_INSTRUCTIONS, calls_for
-from perfgate.measure.callgrind_target import Target
 from perfgate.measure.exact_counters import aten_operators, exact_counters, per_call, python_calls
+from perfgate.measure.target import Target
 
 
 def switches(log: list[str]):

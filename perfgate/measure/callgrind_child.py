@@ -24,8 +24,8 @@ from pathlib import Path
 from perfgate.measure.callgrind import LAYOUT_VARIABLE, annotate, counted
 from perfgate.measure.callgrind_inject import crc32_cost, injection
 from perfgate.measure.callgrind_requests import Requests
-from perfgate.measure.callgrind_target import Target
 from perfgate.measure.exact_counters import dynamo_graphs, exact_counters
+from perfgate.measure.target import Target
 
 # A repeat is at least this many instructions where MAX_CALLS allow, so that one-off effects (an
 # allocator's first fit, a dictionary resize) stay far below 1 % of it; the calls per repeat are

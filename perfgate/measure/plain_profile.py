@@ -26,8 +26,8 @@ from pathlib import Path
 from perfgate import _pytest_benchmark
 from perfgate.fields import PROFILE_ROWS, Clock, Field, Profile
 from perfgate.measure import profiler
-from perfgate.measure.callgrind_target import Target
 from perfgate.measure.mode import Mode
+from perfgate.measure.target import Target
 
 
 def prepare(benchmark, mode: Mode) -> None:

@@ -16,7 +16,7 @@ from perfgate import _pytest_benchmark
 from perfgate.measure.callgrind import RESULTS_FILE
 from perfgate.measure.callgrind_inject import inject_fraction, injects_into
 from perfgate.measure.callgrind_requests import LIBRARY_NAME, Requests
-from perfgate.measure.callgrind_target import Target
+from perfgate.measure.target import Target
 
 NOT_COLLECTED = (
     "not collected in the counting process, which collects with this session's options "

@@ -1,6 +1,7 @@
 """One benchmarked call, as a test hands it to pytest-benchmark's ``benchmark(fn, *args,
 **kwargs)`` or ``benchmark.pedantic(target, args, kwargs, setup, teardown)``, and the one loop
-that runs it for every count: callgrind's, the Python calls', the ATen operators'."""
+that runs it for every count (callgrind's, the Python calls', the ATen operators') and for a
+profile of a plain case (``plain_profile``)."""
 
 from __future__ import annotations
 
