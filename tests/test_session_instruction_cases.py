@@ -279,7 +279,10 @@ def test_a_pure_python_project_is_counted_and_a_one_percent_change_is_caught_and
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(name, raising=False)
     pytester.makepyfile(work=WORK.format(size=40_000), test_bench=BENCHMARKS)
-    common = ["--perf-measure=instructions", "--perf-callgrind-layouts=1", "-p", "no:xdist"]
+    # the default three heap layouts, as a user gets them: with one, the Python loop's count
+    # moved 1.5 % between two CI sessions (the allocator's pools; 3 layouts agree, see
+    # measure/callgrind.py)
+    common = ["--perf-measure=instructions", "-p", "no:xdist"]
     common += ["--perf-callgrind-repeats=2", "--perf-baselines=baselines"]
     recorded = run(pytester, *common, "--benchmark-save=base")
     recorded.assert_outcomes(passed=4)
