@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats as _scipy_stats
 
 from perfgate.benchmark import Benchmark, Run
 from perfgate.stats import (
@@ -68,11 +67,13 @@ def compare_paired_blocks(
     low, high = UNBOUNDED_INTERVAL
     spread = float(np.std(logs, ddof=1)) if enough else 0.0
     if enough and spread > 0:
+        from scipy.stats import t as student  # here: importing scipy.stats takes 1.5 s
+
         error = spread * float(np.sqrt(weights @ weights))
         t = center / error
-        p_slower = float(_scipy_stats.t.sf(t, base.size - 1))
-        p_faster = float(_scipy_stats.t.cdf(t, base.size - 1))
-        half = float(_scipy_stats.t.ppf(0.5 + confidence / 2, base.size - 1)) * error
+        p_slower = float(student.sf(t, base.size - 1))
+        p_faster = float(student.cdf(t, base.size - 1))
+        half = float(student.ppf(0.5 + confidence / 2, base.size - 1)) * error
         low, high = float(np.exp(center - half)), float(np.exp(center + half))
     elif enough:  # every pair gave the same ratio: exact
         p_slower, p_faster = (0.0, 1.0) if ratio > 1 else (1.0, 0.0) if ratio < 1 else (1.0, 1.0)

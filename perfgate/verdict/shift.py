@@ -26,7 +26,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binomtest
 
 from perfgate.stats import Comparison
 from perfgate.verdict.outcome import GateResult
@@ -111,6 +110,8 @@ def detect(results: list[GateResult]) -> Shift | None:
     logs = np.log([r.comparison.ratio for r in results])
     center = float(np.median(logs))
     moved = int(np.sum(logs > 0.0))
+    from scipy.stats import binomtest  # here: importing scipy.stats takes 1.5 s
+
     together = center > 0.0 and binomtest(moved, len(results), 0.5, "greater").pvalue < SIGN_ALPHA
     spread = MAD_TO_SIGMA * float(np.median(np.abs(logs - center)))
     return Shift(math.exp(center) if together else 1.0, spread, moved, len(results))
