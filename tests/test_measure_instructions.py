@@ -4,6 +4,7 @@ end to end: tests/test_session_instruction_cases.py)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 
@@ -15,6 +16,7 @@ from perfgate.measure import callgrind, callgrind_inject
 from perfgate.measure import instructions as counters
 from perfgate.verdict.attribution import function_diff
 from perfgate.verdict.judge import Verdict, judge
+from perfgate.verdict.rows import GateRow, as_json, from_json
 from perfgate.verdict.rules import Case, findings
 
 
@@ -170,6 +172,14 @@ def test_the_gate_fails_a_count_regression_at_once_with_the_function_diff():
     (result,) = pair(case(8_000_000, FUNCTIONS), case(8_100_000, now))
     assert result.verdict is Verdict.REGRESSION  # no re-run: counts do not need confirming
     assert "crc32_z" in result.details[1]
+
+
+def test_a_counted_row_of_gate_json_carries_the_counts_and_their_change():
+    (result,) = pair(case(8_000_000), case(8_100_000))
+    (row,) = from_json(json.loads(json.dumps(as_json([GateRow.of(result)]))))
+    assert (row.baseline_instructions, row.current_instructions) == (8_000_000, 8_100_000)
+    assert row.change_percent == pytest.approx(1.25)
+    assert row.baseline_median_s is None  # seconds are not what a count measured
 
 
 def test_the_gate_passes_equal_counts_and_reports_fewer_as_an_improvement():

@@ -164,6 +164,8 @@ def _judge_counts(case: Case, family: str | None) -> GateResult:
     source = f"instructions default {DEFAULT_INSTRUCTIONS_TOLERANCE:.0%}"
     source = source if case.marker is None else "marker"
     row = dict(name=case.name, family=family, threshold=tolerance, threshold_source=source)
+    if case.before.instructions and case.now.instructions:
+        row["instructions"] = (case.before.instructions, case.now.instructions)
     if reason := counted_alike(case.before, case.now):
         return GateResult(verdict=Verdict.NOT_GATED, message=reason,
                           reason=Reason.COUNTED_OTHERWISE, **row)  # fmt: skip

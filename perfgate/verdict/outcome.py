@@ -55,6 +55,7 @@ class GateResult:
     gated_on: str | None = None  # what decided a gated case other than time ("exact launch counts")
     reason: Reason | None = None  # why a case is not gated (None for every other verdict)
     shift: str | None = None  # the session's machine-wide shift, where it was judged against one
+    instructions: tuple[float, float] | None = None  # a counted case's, per call: baseline, now
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ class GateRow:
     """One case's verdict: its words (``verdict``, ``reason``, ``message``), the medians
     (seconds) and change (%) it rests on, the threshold (fraction) and where it came from, and
     the notes (``clocks``: power-limited; ``gated_on``: what decided a case other than time;
-    ``shift``: the session's machine-wide shift)."""
+    ``shift``: the session's machine-wide shift). A counted case has its instructions per call
+    instead of medians, and its change (%) is theirs."""
 
     name: str
     verdict: Verdict
@@ -44,6 +45,8 @@ class GateRow:
     clocks: str | None = None
     gated_on: str | None = None
     shift: str | None = None
+    baseline_instructions: float | None = None
+    current_instructions: float | None = None
 
     @property
     def gated(self) -> bool:
@@ -55,11 +58,15 @@ class GateRow:
         low, high = (
             (c.ratio_low, c.ratio_high) if c and math.isfinite(c.ratio_high) else (None, None)
         )
+        counted = result.instructions or (None, None)
+        change = c.change_percent if c else None
+        if result.instructions:
+            change = (counted[1] / counted[0] - 1.0) * 100.0
         return cls(
             result.name, result.verdict, result.message, result.reason, result.family,
             result.threshold, result.threshold_source, c.baseline_median if c else None,
-            c.current_median if c else None, c.change_percent if c else None, low, high,
-            result.clocks, result.gated_on, result.shift,
+            c.current_median if c else None, change, low, high,
+            result.clocks, result.gated_on, result.shift, *counted,
         )  # fmt: skip
 
     def as_json(self) -> dict:
@@ -82,6 +89,8 @@ _NUMBERS = (
     "change_percent",
     "ratio_low",
     "ratio_high",
+    "baseline_instructions",
+    "current_instructions",
 )
 
 
