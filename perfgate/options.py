@@ -13,7 +13,9 @@ in ``perfgate.arguments``, for pytest and the commands alike, and checked at the
 
 from __future__ import annotations
 
+import argparse
 import os
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +47,7 @@ DEFAULTS = {
     "perf_measure": "time",
     "perf_callgrind_repeats": DEFAULT_CALLGRIND_REPEATS,
     "perf_callgrind_layouts": DEFAULT_CALLGRIND_LAYOUTS,
+    "perf_callgrind_env": [],
     "perf_profile": None,
     "perf_store_profiles": "saved",
     "perf_lock_clocks": False,
@@ -125,6 +128,16 @@ def _add_measure(group) -> None:
               "callgrind processes run at once, each with another heap layout; a case keeps "
               "the fewest instructions of them")  # fmt: skip
     group.addoption(
+        "--perf-callgrind-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        type=_variable_name,
+        help="a variable of this environment the counting processes also get (repeat for more); "
+        "they run in an environment of their own, the same in every session, so a variable "
+        "the tests read (a project's switch) must be named here",
+    )
+    group.addoption(
         "--perf-profile",
         default=None,
         metavar="DIR",
@@ -148,6 +161,12 @@ def _add_shard(group) -> None:
         help="run part I of N of the collected cases (one CI runner of N), balanced by the "
         "durations in the newest saved run; join the parts with `perfgate merge`",
     )
+
+
+def _variable_name(text: str) -> str:
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):
+        raise argparse.ArgumentTypeError(f"{text!r}: an environment variable's name, e.g. MY_FLAG")
+    return text
 
 
 def counting_spec() -> str | None:
@@ -182,6 +201,7 @@ class Options:
     measure: str = "time"
     callgrind_repeats: int = DEFAULT_CALLGRIND_REPEATS
     callgrind_layouts: int = DEFAULT_CALLGRIND_LAYOUTS
+    callgrind_env: tuple[str, ...] = ()  # variables the counting processes are also given
     profile: Path | None = None
     store_profiles: str = "saved"
     lock_clocks: bool = False
@@ -211,6 +231,7 @@ def read(config: pytest.Config) -> Options:
         measure=option.perf_measure,
         callgrind_repeats=option.perf_callgrind_repeats,
         callgrind_layouts=option.perf_callgrind_layouts,
+        callgrind_env=tuple(option.perf_callgrind_env),
         profile=Path(option.perf_profile) if option.perf_profile else None,
         store_profiles=option.perf_store_profiles,
         lock_clocks=bool(option.perf_lock_clocks),

@@ -9,6 +9,7 @@ import json
 import shlex
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -157,9 +158,37 @@ def test_without_pytest_s_cache_the_counting_processes_get_no_cache_option(proje
     assert "cache_dir=$TMPDIR/pytest-cache" in stand_in["spec"]["args"]
 
 
+def test_variables_named_with_perf_callgrind_env_reach_the_counting_processes(
+    project, stand_in, monkeypatch, tmp_path
+):
+    """The counting process's environment is built, the same in every session: a variable a
+    project's tests read (kornia's KORNIA_TEST_IN_SUBPROCESS) reaches it only when named."""
+    monkeypatch.setenv("PROJECT_SWITCH", "on")
+    monkeypatch.setenv("NOT_NAMED", "x")
+    run_inline(project, "--perf-callgrind-env", "PROJECT_SWITCH", "--perf-callgrind-env=UNSET_ONE")
+    spec = stand_in["spec"]
+    assert spec["environment"] == {"PROJECT_SWITCH": "on"}  # an unset one is not invented
+    assert not [arg for arg in spec["args"] if "callgrind-env" in arg or arg == "PROJECT_SWITCH"]
+
+    started = {}
+    popen = SimpleNamespace(Popen=lambda *a, env, **k: started.update(env))
+    monkeypatch.setattr(callgrind, "subprocess", popen)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    callgrind._start(spec, project.path, scratch, tmp_path / "log", 0, Path(__file__))
+    assert started["PROJECT_SWITCH"] == "on" and "NOT_NAMED" not in started
+
+
+def test_a_bad_variable_name_is_one_usage_line(project):
+    result = run_inline(project, "--perf-callgrind-env", "NOT A NAME")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "an environment variable's name" in result.stderr.str()
+
+
 def test_perfgate_s_own_options_are_left_out_with_their_values():
     given = "-x --perf-gate --perf-gate-report r.md --perf-shard=1/2 -k a".split()
     given += "--perf-measure instructions --perf-lock-clocks --perf-tier quick".split()
+    given += "--perf-callgrind-env A --perf-callgrind-env=B".split()
     assert options.without_own(given) == ["-x", "-k", "a", "--perf-tier", "quick"]
 
 

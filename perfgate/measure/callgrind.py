@@ -56,13 +56,16 @@ def missing_tools() -> list[str]:
 
 # --- the parent: start valgrind, read the dumps ------------------------------------------------
 def measure(spec: dict, root: Path, log: Path, library: Path, layouts: int = 1) -> dict[str, dict]:
-    """Count the tests of ``spec`` (``nodeids``, pytest's ``args``, ``repeats``) in ``layouts``
+    """Count the tests of ``spec`` (``nodeids``, pytest's ``args``, ``repeats``, and the
+    ``environment`` variables given beside the built environment) in ``layouts``
     callgrind processes at once, each with another heap layout (``shift_layout``), and keep
     per test the process that counted the fewest instructions per call.
 
     A layout can only add work (unlucky collisions in CPython's method cache and dictionaries:
-    ``docs/gate-validation/instructions-session6/``), so the fewest over several layouts is the
-    count that does not depend on the one a session happens to get.
+    ``docs/gate-validation/instructions-session6/``; the small-object allocator's pools put a
+    loop of Python integers in one of three regimes, 1.85, 1.87 or 1.90 M instructions a call),
+    so the fewest over several layouts is the count that does not depend on the one a session
+    happens to get.
 
     Returns per test id either its ``outcome`` and ``message`` (failed, skipped, not collected,
     no benchmark call) or its counts: ``per_call`` (instructions per call of each repeat,
@@ -122,7 +125,8 @@ def _start(
         "perfgate.measure.callgrind_child",
         str(spec_path),
     ]
-    env = {**environment(root, scratch), LAYOUT_VARIABLE: str(layout)}
+    env = {**environment(root, scratch), **spec.get("environment", {})}
+    env[LAYOUT_VARIABLE] = str(layout)
     env[COUNTING_SPEC] = str(spec_path)
     with open(log, "w", encoding="utf-8") as output:  # the child keeps its own handle
         return subprocess.Popen(command, env=env, cwd=scratch, stdout=output, stderr=output)

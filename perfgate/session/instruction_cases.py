@@ -75,8 +75,9 @@ def counts(session: pytest.Session, options: Options) -> dict[str, dict]:
         return config.stash[COUNTS]
     nodeids = [item.nodeid for item in session.items if uses_benchmark(item)]
     log = Path("perfgate-results") / f"callgrind-{os.getpid()}.log"  # one per session
+    given = {name: os.environ[name] for name in options.callgrind_env if name in os.environ}
     spec = {"nodeids": nodeids, "args": child_args(config, nodeids),
-            "repeats": options.callgrind_repeats}  # fmt: skip
+            "repeats": options.callgrind_repeats, "environment": given}  # fmt: skip
     found, otherwise = {}, {"outcome": "failed", "message": f"not counted; the log: {log}"}
     if reason := unavailable():
         otherwise = {"outcome": "skipped", "message": reason}
