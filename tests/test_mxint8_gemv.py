@@ -60,20 +60,21 @@ def test_gemv_is_deterministic_and_leaves_counters_at_zero(config, on_interprete
 
 # Both GEMV forms share the conversion (linear_gemv._word_products); the stream form's own paths
 # are covered above and by the scale-255 test. Wide blocks: few programs for the interpreter.
-# Every scale 0..254 (255 is NaN: the test below): a superset of the usual range's pairs.
+# Every scale 0..254 (255 is NaN: the test below): a superset of the usual range's pairs, each
+# (mantissa, scale) pair once in a 1024 x 64 weight (group j: mantissas 32 (j % 8) on, scale
+# j // 8), read one weight per output through the identity.
 @pytest.mark.parametrize("low, high", [(0, 254)])
 def test_gemv_weights_are_dequantized_bit_for_bit(low, high, on_interpreter):
-    mantissa = torch.arange(-128, 128).to(torch.int8).repeat(256, 1)
-    rows, groups = torch.arange(256), torch.arange(8)
-    scales = (low + (rows[:, None] + groups[None, :]) % (high - low + 1)).to(torch.uint8)
+    mantissa = (torch.arange(1024 * 64) % 256 - 128).to(torch.int8).view(1024, 64)
+    scales = (low + torch.arange(2048).view(1024, 2) // 8 % (high - low + 1)).to(torch.uint8)
     pairs = torch.unique(mantissa.int() * 256 + scales.repeat_interleave(32, dim=1).int())
     assert pairs.numel() == 256 * (high - low + 1)  # every (v, e) pair is in the weight
-    wide = fl.LinearConfig(1, 256, 256, 1, 4, 3, kernel="gemv")
-    got = fl.mxint8_linear(torch.eye(256), mantissa, scales, None, 32, config=wide)
+    wide = fl.LinearConfig(1, 1024, 64, 1, 4, 3, kernel="gemv")
+    got = fl.mxint8_linear(torch.eye(64), mantissa, scales, None, 32, config=wide)
     expected = dequantize_reference(mantissa, scales, 32).t()
     got = got.to(torch.bfloat16)  # exact: each output is one weight times 1.0
     differ = (got.view(torch.int16) != expected.view(torch.int16)) & ~((got == 0) & (expected == 0))
-    assert not differ.any(), f"{int(differ.sum())} of 65536 weights differ"
+    assert not differ.any(), f"{int(differ.sum())} of {differ.numel()} weights differ"
 
 
 def test_gemv_scale_255_gives_nan_where_the_reference_does(on_interpreter):
