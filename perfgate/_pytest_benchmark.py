@@ -191,6 +191,17 @@ def drop_unmeasured(config: pytest.Config) -> None:
         session.benchmarks[:] = [r for r in session.benchmarks if r.has_error or r.stats.data]
 
 
+def save_nothing(config: pytest.Config) -> bool:
+    """Where no result is left, have pytest-benchmark neither save nor write its JSON (it would
+    warn "Not saving anything", a traceback under ``filterwarnings = error``); True if so."""
+    session = _session(config)
+    if session is None or session.benchmarks or not (session.save or session.autosave or
+                                                     session.json):  # fmt: skip
+        return False
+    session.save = session.autosave = session.json = None
+    return True
+
+
 def drop_compare_fail(config: pytest.Config) -> None:
     """No baseline: --benchmark-compare-fail has nothing to check (and must not error)."""
     config.option.benchmark_compare_fail = []

@@ -136,14 +136,18 @@ class Asked:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session):
+        from perfgate.session.interrupts import loop_ended
+
+        stopped = False
         try:
             result = yield
             after_loop(self.state, session)
             return result
-        finally:  # a Ctrl-C in a case's first round: its result has no round to save
-            from perfgate import _pytest_benchmark
-
-            _pytest_benchmark.drop_unmeasured(self.config)
+        except KeyboardInterrupt:
+            stopped = True
+            raise
+        finally:
+            loop_ended(self.config, stopped)
             if self.state.interrupts is not None:  # nothing left to stop: save and report first
                 self.state.interrupts.hold(session)
 

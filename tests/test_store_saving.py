@@ -149,6 +149,29 @@ def test_sigterm_keeps_the_cases_measured_before(bench_project):
     assert [b["name"] for b in json.loads(kept.read_text())["benchmarks"]] == ["test_work"]
 
 
+@pytest.mark.parametrize("json", [False, True])
+def test_sigterm_before_any_case_was_measured_is_one_line_even_under_warnings_as_errors(
+    bench_project, json
+):
+    """pytest-benchmark warns "Not saving anything" when no result is left: a traceback under
+    `filterwarnings = error` (a kornia baseline stopped by `timeout` while it was counted)."""
+    bench_project.makefile(".ini", pytest="[pytest]\nfilterwarnings = error\n")
+    (bench_project.path / "virtual_clock.py").unlink()  # the real clock: the call never returns
+    bench_project.makepyfile(test_bench="""
+        import os, signal
+        def test_terminated(benchmark):
+            benchmark(lambda: os.kill(os.getpid(), signal.SIGTERM))
+    """)  # fmt: skip
+    asked = ["--benchmark-json=out.json"] if json else ["--benchmark-save=first"]
+    result = run(bench_project, *asked)
+    assert_one_line(result, pytest.ExitCode.INTERRUPTED, "interrupted before any case was measured")
+    assert saved_runs(bench_project) == [] and unsaved(bench_project) == []
+
+    bench_project.makepyfile(test_bench="def test_failed(benchmark):\n    assert False\n")
+    result = run(bench_project, *asked)  # no case measured, none interrupted: the same, exit 1
+    assert_one_line(result, pytest.ExitCode.TESTS_FAILED, "perfgate: no case was measured")
+
+
 def test_ctrl_c_during_the_save_finishes_it_and_exits_2(bench_project):
     bench_project.makeconftest("""
         import os, signal

@@ -17,8 +17,22 @@ import threading
 
 import pytest
 
+from perfgate import _pytest_benchmark
 from perfgate.session.baseline import warn
 from perfgate.store.saving import held_signals
+
+
+def loop_ended(config: pytest.Config, stopped: bool) -> None:
+    """After the main loop (``stopped``: by Ctrl-C or SIGTERM): results without a round (a
+    Ctrl-C in a case's first one) are dropped; where none is left, pytest-benchmark is told to
+    save nothing, and one line says so (its own "Not saving anything" warning would be a
+    traceback under ``filterwarnings = error``)."""
+    _pytest_benchmark.drop_unmeasured(config)
+    if _pytest_benchmark.save_nothing(config):
+        stopped_how = (
+            "interrupted before any case was measured" if stopped else "no case was measured"
+        )
+        warn(config, f"perfgate: {stopped_how}: nothing saved or kept")
 
 
 class Interrupts:
