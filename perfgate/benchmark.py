@@ -265,6 +265,11 @@ class Run:
         """'pid N (M MiB)' of each other process the GPU ran when the run started."""
         return [str(p) for p in self.gpu_health.get("other_processes") or []]
 
+    @property
+    def counted(self) -> bool:
+        """A run of counted cases (``--perf-measure instructions``), not of timed ones."""
+        return any(b.counted for b in self.benchmarks.values())
+
     def without_samples(self) -> list[Benchmark]:
         return [b for b in self.benchmarks.values() if not b.samples]
 

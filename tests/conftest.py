@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import scipy.stats  # noqa: F401  (see below)
 import torch
 from helpers import BENCHMARK, cost_project, mount, virtual_clock_project
 from workflows import actionlint_runner
@@ -20,6 +21,10 @@ if not torch.cuda.is_available() and "TRITON_INTERPRET" not in os.environ:
     os.environ["TRITON_INTERPRET"] = "1"
 
 CUDA_AVAILABLE = torch.cuda.is_available()
+
+# perfgate imports scipy.stats only where it compares; pytester's in-process runs remove what a
+# run imported from sys.modules afterwards, and numpy's extensions cannot be loaded twice in one
+# process ("cannot load module more than once per process"): so this file imports it first.
 
 # A runner that starts the tests in the background (nohup, `cmd &`) leaves SIGINT ignored, and
 # children inherit that: the Ctrl-C tests (test_store_saving.py, test_cli_guard.py) then send an

@@ -147,6 +147,35 @@ def test_the_gate_refuses_another_hardware_s_run(bench_project, tmp_path):  # no
     assert warned.ret == 0 and "warning: baseline" in warned.stdout.str()
 
 
+def test_a_timed_session_s_baseline_is_a_timed_run_where_counted_runs_share_its_folder(
+    bench_project, tmp_path
+):
+    """Without a baseline root, counted and timed runs share pytest-benchmark's own folder:
+    a timed gate took a newer counted run as its baseline, and refused it as another machine's."""
+    timed = write(tmp_path / "0001_timed.json", run_json("2026-11-01T00:00:00"))
+    counted = run_json("2026-11-02T00:00:00")
+    counted["benchmarks"][0]["extra_info"] = {"measure": "instructions", "instructions": 900}
+    write(tmp_path / "0002_counted.json", counted)
+    assert baseline.choose(None, tmp_path, counted=False)[0].path == timed
+    assert baseline.choose(None, tmp_path, counted=True)[0].path.name == "0002_counted.json"
+    assert baseline.choose(None, tmp_path)[0].path.name == "0002_counted.json"  # the newest
+    (tmp_path / "0001_timed.json").unlink()
+    with pytest.raises(store.NoSuchRun, match="no timed run"):
+        baseline.choose(None, tmp_path, "no timed run", counted=False)
+
+    base = _baseline(bench_project)  # through the plugin, in a folder of pytest-benchmark's
+    shared = bench_project.path / ".benchmarks" / "machine"
+    write(shared / base.name, json.loads(base.read_text()))
+    later = json.loads(base.read_text())
+    later["machine_info"]["perfgate"]["hardware_key"] = "callgrind-x86_64-AVX2"
+    for case in later["benchmarks"]:
+        case["extra_info"].update(measure="instructions", instructions=900)
+    write(shared / "0002_counted.json", later)
+    result = run(bench_project, "--perf-gate", f"--benchmark-storage=file://{shared}")
+    assert result.ret == 0, result.stdout.str()
+    assert f"comparing with {shared / base.name}" in result.stdout.str()
+
+
 def test_benchmark_storage_naming_the_baseline_root_is_refused(bench_project):  # noqa: F811
     base = _baseline(bench_project)
     root = base.parents[2]

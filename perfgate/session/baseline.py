@@ -162,7 +162,7 @@ def choose(config: pytest.Config, key: str, read: Options) -> BaselineChoice:
         return choice
     try:
         choice.baseline, choice.members = baseline.choose(
-            wanted, folder, _no_runs(config, choice, read)
+            wanted, folder, _no_runs(config, choice, read), read.instructions
         )
     except store.StoreError as error:
         if gate and isinstance(error, store.NoSuchRun) and not wanted and saving_requested(config):
@@ -217,7 +217,8 @@ def _no_runs(config: pytest.Config, choice: BaselineChoice, read: Options) -> st
     folder = choice.key_folder
     if choice.per_hardware:
         return f"{store.no_runs_message(folder)}; {save_hint(config, read)}"
-    return f"no saved run in {folder} to compare with; {save_hint(config, read)}"
+    what = "counted run" if read.instructions else "run"
+    return f"no saved {what} in {folder} to compare with; {save_hint(config, read)}"
 
 
 def require_samples(members: list[Run]) -> None:

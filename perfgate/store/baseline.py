@@ -34,14 +34,18 @@ def this_machine_key() -> str:
     return hardware_key(use_cuda=torch.cuda.is_available())
 
 
-def choose(wanted: object, folder: Path, no_runs: str | None = None) -> tuple[Run, list[Run]]:
+def choose(
+    wanted: object, folder: Path, no_runs: str | None = None, counted: bool | None = None
+) -> tuple[Run, list[Run]]:
     """The baseline and its set (oldest first): the run that ``wanted`` names (a path, a run
     number or a name fragment in ``folder``), or the newest run of ``folder`` when ``wanted`` is
-    empty or True. ``no_runs``: the message when the folder has none (NoSuchRun).
+    empty or True. ``no_runs``: the message when the folder has none (NoSuchRun). ``counted``:
+    only counted runs (True) or only timed ones (False) are chosen or join a set: both share
+    pytest-benchmark's own folder, where no baseline root sorts them by key.
 
     A run outside ``folder`` is a set of one; a run dated in the future is a StoreError.
     """
-    runs = candidates(folder)
+    runs = [run for run in candidates(folder) if counted is None or run.counted == counted]
     if not wanted or wanted is True:
         if not runs:
             raise store.NoSuchRun(no_runs or f"{store.no_runs_message(folder)}; {store.SAVE_HINT}")
