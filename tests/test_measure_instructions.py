@@ -14,6 +14,7 @@ import torch
 from perfgate.benchmark import Benchmark, run_from_json
 from perfgate.measure import callgrind, callgrind_inject
 from perfgate.measure import instructions as counters
+from perfgate.verdict import summary
 from perfgate.verdict.attribution import function_diff
 from perfgate.verdict.judge import Verdict, judge
 from perfgate.verdict.rows import GateRow, as_json, from_json
@@ -180,6 +181,8 @@ def test_a_counted_row_of_gate_json_carries_the_counts_and_their_change():
     assert (row.baseline_instructions, row.current_instructions) == (8_000_000, 8_100_000)
     assert row.change_percent == pytest.approx(1.25)
     assert row.baseline_median_s is None  # seconds are not what a count measured
+    line = summary.terminal_lines([result], [], "base")[2]  # the table's columns: the counts
+    assert line.startswith("  t.py::case | 8,000,000 instr | 8,100,000 instr | +1.2 % | exact | ")
 
 
 def test_the_gate_passes_equal_counts_and_reports_fewer_as_an_improvement():

@@ -82,11 +82,19 @@ def _cells(result: GateResult) -> list[str]:
     p_value = MISSING
     if c is not None and c.enough_rounds:
         p_value = f"{c.p_value if c.ratio >= 1 else c.p_value_faster:.2g}"
+    before, now, change = MISSING, MISSING, MISSING
+    if c is not None:
+        before, now = fmt_time(c.baseline_median), fmt_time(c.current_median)
+        change = fmt_percent(c.change_percent / 100, signed=True)
+    elif result.instructions:  # a counted case: its instructions per call, exact
+        before, now = (f"{n:,.0f} instr" for n in result.instructions)
+        change, p_value = fmt_percent(result.instructions[1] / result.instructions[0] - 1,
+                                      signed=True), "exact"  # fmt: skip
     return [
         result.name.split("::")[-1],
-        fmt_time(c.baseline_median) if c else MISSING,
-        fmt_time(c.current_median) if c else MISSING,
-        fmt_percent(c.change_percent / 100, signed=True) if c else MISSING,
+        before,
+        now,
+        change,
         p_value,
         interval,
         str(result.verdict),
