@@ -221,3 +221,4 @@ def test_counted_runs_show_their_counts_and_the_torch_change(tmp_path):
     assert "environment changed: torch 2.13.0+cpu -> 2.14.0+cpu" in out
     row = table(out)["test_host_overhead[naive-attention-1x4x16x32]"]
     assert row[VERDICT] == "unchanged" and row[VERDICT + 1].startswith("instructions per call")
+    assert row[0].endswith(" instr") and row[1].endswith(" instr") and row[3] == "exact"

@@ -1,7 +1,8 @@
 """Summary of the instruction-count sessions isession.sh left in $ROOT/runs/<project>/<label>/:
 exit code, wall time, load average, the gate's verdicts, the cases named as regressions (with
 their change), the largest change of the cases left unchanged, and the seconds each case's count
-took in the counting process. Markdown on stdout.   python3 isummarize.py [ROOT]"""
+took in the counting process. Markdown on stdout.   python3 isummarize.py [ROOT [PREFIX]]
+(PREFIX: only the sessions whose label starts with it, e.g. s11-)."""
 
 from __future__ import annotations
 
@@ -33,9 +34,10 @@ def session(folder: Path) -> str:
     gate = folder / "gate.json"
     rows = json.loads(gate.read_text())["rows"] if gate.exists() else []
     counts = Counter(row["verdict"] for row in rows)
-    for row in rows:  # an instruction row's change is in its message: "... (+0.03%)"
+    for row in rows:  # before session 11, an instruction row's change was in its message only
         found = re.search(r"baseline [\d,]+ \(([+-][\d.]+)%", row.get("message") or "")
-        row["change_percent"] = float(found.group(1)) if found else row["change_percent"]
+        if row.get("change_percent") is None and found:
+            row["change_percent"] = float(found.group(1))
     named = [r for r in rows if r["verdict"] == "regression"]
     others = [r for r in rows if r["verdict"] != "regression" and r["change_percent"] is not None]
     largest = max(others, key=lambda r: abs(r["change_percent"]), default=None)
@@ -61,14 +63,17 @@ def session(folder: Path) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def main(root: Path) -> None:
+def main(root: Path, prefix: str = "") -> None:
     for project in sorted(p for p in (root / "runs").iterdir() if p.is_dir()):
+        folders = sorted(p for p in project.iterdir() if p.is_dir() and p.name.startswith(prefix))
+        if not folders:
+            continue
         print(f"### {project.name}\n")
         print("\n".join(HEADER))
-        for folder in sorted(p for p in project.iterdir() if p.is_dir()):
+        for folder in folders:
             print(session(folder))
         print()
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/val2"))
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/val2"), *sys.argv[2:3])
