@@ -73,6 +73,11 @@ def fmt_change(before: float | None, after: float | None) -> str:
     return fmt_percent(after / before - 1, signed=True)
 
 
+def fmt_instructions(count: float) -> str:
+    """Instructions per call: '155,915 instr'."""
+    return f"{count:,.0f} instr"
+
+
 def fmt_iqr(quartiles: tuple[float, float] | None) -> str:
     """The interquartile range of (q1, q3) seconds as a time; '-' without quartiles."""
     return MISSING if quartiles is None else fmt_time(quartiles[1] - quartiles[0])

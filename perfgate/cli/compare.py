@@ -18,7 +18,7 @@ from perfgate.benchmark import Run, describe_changes, environment_changes
 from perfgate.cli.command import Command
 from perfgate.cli.guard import CommandError
 from perfgate.cli.runs import Hardware, add_where, baseline_set_of, matches
-from perfgate.format import MISSING, fmt_percent, fmt_time
+from perfgate.format import MISSING, fmt_change, fmt_instructions, fmt_percent, fmt_time
 from perfgate.report.tables import render
 from perfgate.verdict import summary
 from perfgate.verdict.judge import GateResult, Verdict, judge
@@ -87,9 +87,8 @@ def _cells(result: GateResult) -> list[str]:
         before, now = fmt_time(c.baseline_median), fmt_time(c.current_median)
         change = fmt_percent(c.change_percent / 100, signed=True)
     elif result.instructions:  # a counted case: its instructions per call, exact
-        before, now = (f"{n:,.0f} instr" for n in result.instructions)
-        change, p_value = fmt_percent(result.instructions[1] / result.instructions[0] - 1,
-                                      signed=True), "exact"  # fmt: skip
+        before, now = (fmt_instructions(n) for n in result.instructions)
+        change, p_value = fmt_change(*result.instructions), "exact"
     return [
         result.name.split("::")[-1],
         before,

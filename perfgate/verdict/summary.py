@@ -66,8 +66,8 @@ def cells(result: GateResult) -> list[str]:
     c = result.comparison
     if result.instructions:  # a counted case: its instructions per call, exact (no p-value)
         before, now = result.instructions
-        counted = [f"{before:,.0f} instr", f"{now:,.0f} instr",
-                   fmt.fmt_percent(now / before - 1, signed=True), "exact"]  # fmt: skip
+        counted = [fmt.fmt_instructions(before), fmt.fmt_instructions(now),
+                   fmt.fmt_change(before, now), "exact"]  # fmt: skip
         return [result.name, *counted, result.message, threshold_cell(result)]
     if c is None:
         return [result.name, "", "", "", "", result.message, threshold_cell(result)]
