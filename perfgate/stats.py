@@ -109,18 +109,12 @@ def _mann_whitney(baseline: Samples, current: Samples, alternative: str) -> floa
 
 
 def mann_whitney_slower(baseline: Samples, current: Samples) -> float:
-    """One-sided Mann-Whitney U p-value that ``current`` durations are larger (slower).
-
-    Returns 1.0 when either side has fewer than ``MIN_ROUNDS`` rounds.
-    """
+    """One-sided Mann-Whitney p-value that ``current`` is slower; 1.0 below MIN_ROUNDS."""
     return _mann_whitney(baseline, current, "greater")
 
 
 def mann_whitney_faster(baseline: Samples, current: Samples) -> float:
-    """One-sided Mann-Whitney U p-value that ``current`` durations are smaller (faster).
-
-    Returns 1.0 when either side has fewer than ``MIN_ROUNDS`` rounds.
-    """
+    """One-sided Mann-Whitney p-value that ``current`` is faster; 1.0 below MIN_ROUNDS."""
     return _mann_whitney(baseline, current, "less")
 
 
@@ -191,15 +185,17 @@ class Comparison:
     """Current rounds compared with baseline rounds.
 
     Medians are in seconds; ``ratio`` = current_median / baseline_median (above 1 is slower);
-    ``change_percent`` = (ratio - 1) * 100. ``p_value`` is the one-sided Mann-Whitney p-value
-    that current is slower, ``p_value_faster`` that it is faster (1.0 without computing it when
-    the current median is not lower). ``ratio_low``/``ratio_high``
-    bound the ratio (bootstrap, ``confidence``). When ``enough_rounds`` is False (fewer than
-    ``MIN_ROUNDS`` rounds on a side) both p-values are 1.0 and the interval is (0, inf), so no
-    rule built on them can ever call the difference significant. ``smallest_p`` is the smallest
-    p-value these counts can give at all. ``round_ratio_low``/``round_ratio_high`` are the least
-    and greatest ratio of any current round to any baseline round (min(current) / max(baseline),
-    max(current) / min(baseline)): what the rounds show without a test.
+    ``change_percent`` = (ratio - 1) * 100. ``p_value`` is the one-sided Mann-Whitney p-value that
+    current is slower, ``p_value_faster`` that it is faster (1.0 without computing it when the
+    current median is not lower). ``ratio_low``/``ratio_high`` bound the ratio (bootstrap,
+    ``confidence``). When ``enough_rounds`` is False (fewer than ``MIN_ROUNDS`` rounds on a side)
+    both p-values are 1.0 and the interval is (0, inf), so no rule built on them can ever call the
+    difference significant. ``smallest_p`` is the smallest p-value these counts can give at all.
+    ``round_ratio_low``/``round_ratio_high`` are the least and greatest ratio of any current round
+    to any baseline round (min(current) / max(baseline), max(current) / min(baseline)): what the
+    rounds show without a test. ``fastest_ratio`` is min(current) / min(baseline): how the fastest
+    rounds moved (a busy machine runs a case slowly more often; it rarely slows its fastest rounds,
+    a change of its code does).
     """
 
     baseline_median: float
@@ -218,6 +214,7 @@ class Comparison:
     round_ratio_low: float = 0.0
     round_ratio_high: float = math.inf
     paired: bool = False
+    fastest_ratio: float = math.nan
 
     @property
     def rounds(self) -> str:
@@ -276,6 +273,7 @@ def compare_samples(
         smallest_p=smallest_p_value(base.size, curr.size),
         round_ratio_low=float(curr.min() / base.max()),
         round_ratio_high=float(curr.max() / base.min()),
+        fastest_ratio=float(curr.min() / base.min()),
     )
 
 

@@ -91,8 +91,8 @@ def _verdict_of(e: Evidence, thresholds: Thresholds) -> GateResult:
             message = f"{session.message} (against this session's movement: {shift})"
             return GateResult(verdict=Verdict.NOT_GATED, message=message, reason=session.reason,
                               comparison=decision.comparison, shift=shift, **row)  # fmt: skip
-        if not session.verdict.slower:
-            message = f"{e.shift.within(decision.comparison)}; {decision.message}"
+        if not (session.verdict.slower and e.shift.stands_out(decision.comparison, case.value)):
+            message = f"{e.shift.within(decision.comparison, case.value)}; {decision.message}"
             return GateResult(verdict=Verdict.UNCHANGED, message=message, shift=e.shift.describe(),
                               comparison=decision.comparison, **row)  # fmt: skip
         if e.shift.together:
