@@ -4,9 +4,13 @@ fixtures several test modules share (a project on the virtual clock, a read-only
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -32,6 +36,18 @@ CUDA_AVAILABLE = torch.cuda.is_available()
 # default again.
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# py-cpuinfo measures the CPU in a Python process of its own, 0.4 s each time pytest-benchmark saves
+# or compares: measured once here, read from a file by every child process (startup/sitecustomize.py)
+if "PERFGATE_TEST_CPU_INFO" not in os.environ:  # an xdist worker inherits its controller's
+    import cpuinfo
+
+    _cpu_info = Path(tempfile.mkdtemp(prefix="perfgate-tests-")) / "cpu-info.json"
+    _cpu_info.write_text(json.dumps(cpuinfo.get_cpu_info()), encoding="utf-8")
+    os.environ["PERFGATE_TEST_CPU_INFO"] = str(_cpu_info)
+    atexit.register(shutil.rmtree, _cpu_info.parent, ignore_errors=True)
+    _startup = str(Path(__file__).parent / "startup")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_startup, os.environ.get("PYTHONPATH")]))
 
 # "cpu" always (the Triton kernels run there through the interpreter); "cuda" only when present.
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
