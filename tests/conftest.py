@@ -37,8 +37,9 @@ CUDA_AVAILABLE = torch.cuda.is_available()
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-# py-cpuinfo measures the CPU in a Python process of its own, 0.4 s each time pytest-benchmark saves
-# or compares: measured once here, read from a file by every child process (startup/sitecustomize.py)
+# py-cpuinfo measures the CPU in a Python process of its own, 0.4 s each time pytest-benchmark
+# saves or compares: measured once here, read from a file by every child process
+# (startup/sitecustomize.py)
 if "PERFGATE_TEST_CPU_INFO" not in os.environ:  # an xdist worker inherits its controller's
     import cpuinfo
 
@@ -46,8 +47,8 @@ if "PERFGATE_TEST_CPU_INFO" not in os.environ:  # an xdist worker inherits its c
     _cpu_info.write_text(json.dumps(cpuinfo.get_cpu_info()), encoding="utf-8")
     os.environ["PERFGATE_TEST_CPU_INFO"] = str(_cpu_info)
     atexit.register(shutil.rmtree, _cpu_info.parent, ignore_errors=True)
-    _startup = str(Path(__file__).parent / "startup")
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [_startup, os.environ.get("PYTHONPATH")]))
+    _paths = [str(Path(__file__).parent / "startup"), os.environ.get("PYTHONPATH")]
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, _paths))
 
 # "cpu" always (the Triton kernels run there through the interpreter); "cuda" only when present.
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
