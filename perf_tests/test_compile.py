@@ -76,6 +76,7 @@ def compile_fresh(model: torch.nn.Module) -> torch.nn.Module:
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.slow
 def test_resnet18_steady(benchmark, bench_device, perf_budget, resnet18, batch, mode):
     device = bench_device
     model = resnet18(device)
@@ -99,6 +100,7 @@ def test_resnet18_steady(benchmark, bench_device, perf_budget, resnet18, batch, 
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.slow
 def test_resnet18_calls(benchmark, bench_device, perf_tier, resnet18, calls, mode):
     device = bench_device
     model = resnet18(device)

@@ -268,6 +268,7 @@ ENCODER_VARIANTS = ["fp32", "bf16", "mxint8"]
                   higher_is_better=False)]
 )  # fmt: skip
 @pytest.mark.parametrize("variant", ENCODER_VARIANTS)
+@pytest.mark.slow
 def test_encoder(benchmark, bench_device, perf_budget, encoder, variant):
     device = bench_device
     name, batch, sequence = encoder

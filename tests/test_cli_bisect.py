@@ -80,6 +80,7 @@ def bisect(repo: Path, monkeypatch, tmp_path, *arguments: str) -> tuple[int, str
                     *threshold)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_bisect_names_the_planted_commit_and_leaves_the_repository_as_it_was(
     project, monkeypatch, tmp_path
 ):

@@ -90,6 +90,7 @@ def test_a_saved_run_stores_a_profile_of_each_plain_case(plain_project):
     assert "aten::mm" in dict(torch_profile["time_us"])
 
 
+@pytest.mark.slow
 def test_the_gate_names_what_a_plain_case_added(plain_project, monkeypatch):
     assert run_plain(plain_project, "--benchmark-save=base").ret == 0
     monkeypatch.setenv("PERFGATE_WORK_SECONDS", "0.003")

@@ -206,6 +206,7 @@ def its_own_commands(venv: Path, project: Path) -> list[tuple[int, bool]]:
     return outcomes
 
 
+@pytest.mark.slow
 def test_installed_wheel_changes_nothing_until_asked_then_gates(
     bare_venv: Path, wheel: Path, tmp_path: Path
 ):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -30,6 +31,7 @@ def test_bert_base_config_is_bert_base_sized():
     assert 105e6 < count_parameters(model) < 112e6
 
 
+@pytest.mark.slow
 def test_quantize_linears_replaces_every_linear_but_the_skipped_head():
     model = quantize_linears(EncoderClassifier(**BERT_SMALL), group_size=32, skip=("classifier",))
     kinds = {type(m) for n, m in model.named_modules() if n.rsplit(".", 1)[-1] != "classifier"}

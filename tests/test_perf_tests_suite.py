@@ -82,6 +82,7 @@ def test_gate_on_cuda_without_a_gpu_cannot_run(suite_project):
     )
 
 
+@pytest.mark.slow
 def test_cases_marked_instructions_are_left_out_of_timed_runs_only(suite_project):
     suite_project.makepyfile(
         test_counted="""

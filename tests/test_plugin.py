@@ -125,6 +125,7 @@ def test_gate_and_compare_give_the_same_verdict(bench_project, monkeypatch):
     assert gate == by_compare
 
 
+@pytest.mark.slow
 def test_gate_learns_the_machines_spread_from_a_baseline_set(bench_project, monkeypatch):
     # two sessions of one machine, 2 ms and 3 ms: a 3 ms run is inside the set's spread
     assert run(bench_project, "--benchmark-save=baseline").ret == 0

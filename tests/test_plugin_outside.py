@@ -107,6 +107,7 @@ def test_without_pytest_benchmark_nothing_breaks(project):
 
 
 # --- asked: the project's storage, its paths ---------------------------------------------------
+@pytest.mark.slow
 def test_asked_gate_uses_the_projects_storage_and_paths(project, monkeypatch):
     result = run(project, "--perf-gate", "test_bench.py")
     assert result.ret == GATE_NOT_RUN, output_of(result)
@@ -164,6 +165,7 @@ def test_many(benchmark):
 """
 
 
+@pytest.mark.slow
 def test_a_200000_round_run_is_saved_with_bounded_rounds_and_exact_stats(project, monkeypatch):
     from perfgate.fields import KEPT_ROUNDS, ROUNDS_KEPT
 

@@ -70,6 +70,7 @@ def test_the_wiring_check_finds_each_way_around_the_plugin(source):
     assert wiring_outside_the_plugin("gate.py", source, hook_names())
 
 
+@pytest.mark.slow
 def test_the_gate_runs_its_passes_after_the_main_loop_in_one_order(pytester, monkeypatch):
     project = virtual_clock_project(
         pytester, monkeypatch, test_timed=TIMED_CASE, test_counted=COUNTED_CASE

@@ -78,6 +78,7 @@ def test_a_bad_shard_is_one_usage_line(cases_project, value):  # "": an unset CI
 
 # --- two shards merged are the unsharded run ----------------------------------------------------
 @pytest.mark.parametrize("workers", [[], ["-p", "xdist", "-n", "2"]], ids=["alone", "xdist"])
+@pytest.mark.slow
 def test_two_shards_merged_give_the_unsharded_cases_samples_and_verdicts(
     cases_project, monkeypatch, workers
 ):

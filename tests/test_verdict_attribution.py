@@ -112,6 +112,7 @@ def timed_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) ->
     return virtual_clock_project(pytester, monkeypatch, test_timed=TIMED_CASE)
 
 
+@pytest.mark.slow
 def test_the_gate_names_the_operator_a_regression_added(timed_project, monkeypatch):
     saving = run(timed_project, "--benchmark-save=base")
     saving.assert_outcomes(passed=2)  # the profiling re-runs are not counted as tests
@@ -136,6 +137,7 @@ def test_the_gate_names_the_operator_a_regression_added(timed_project, monkeypat
     assert "aten::sort" in report
 
 
+@pytest.mark.slow
 def test_a_run_that_is_not_saved_stores_no_profile(timed_project, tmp_path):
     report = tmp_path / "run.json"
     assert run(timed_project, f"--benchmark-json={report}").ret == 0

@@ -129,6 +129,7 @@ def test_work(benchmark):
 """
 
 
+@pytest.mark.slow
 def test_a_five_times_slowdown_in_four_rounds_fails_the_gate(pytester, monkeypatch):
     from helpers import run, saved_runs, virtual_clock_project
 

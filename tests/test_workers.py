@@ -80,6 +80,7 @@ def cases_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) ->
 
 
 # --- pytest-xdist end to end: two CPU workers, one merged run, one verdict -----------------------
+@pytest.mark.slow
 def test_two_xdist_workers_give_one_merged_run_and_the_unsharded_verdicts(
     cases_project, monkeypatch
 ):
@@ -109,6 +110,7 @@ def test_two_xdist_workers_give_one_merged_run_and_the_unsharded_verdicts(
     assert "NOT saved as a baseline: the gate found confirmed regressions" in output
 
 
+@pytest.mark.slow
 def test_xdist_workers_save_one_merged_baseline_that_the_gate_then_reads(cases_project):
     result = sharded_run(cases_project, "-p", "xdist", "-n", "2", "--benchmark-save=base")
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
@@ -326,6 +328,7 @@ def test_a_session_given_gpu_1_records_it_and_trusts_it_beside_a_job_on_gpu_0(
 
 
 @pytest.mark.parametrize("visible", ["2,3", f"{HOST_UUIDS[2]},{HOST_UUIDS[3]}"])
+@pytest.mark.slow
 def test_xdist_workers_given_gpus_2_and_3_of_8_time_and_record_them(
     cases_project, monkeypatch, visible
 ):
