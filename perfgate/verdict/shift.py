@@ -76,21 +76,18 @@ class Shift:
         return self.factor > 1.0
 
     def describe(self) -> str:
-        spread = (
-            f"spread of their changes {self.spread:.1%}, so a case's fastest rounds must stand "
-            f"out by {self.threshold(0.0):.0%}"
-        )
+        bar = f"a case's fastest rounds must stand out by {self.threshold(0.0):.0%}"
         if self.together:
             return (
                 f"the machine ran slower in this session: {self.moved} of {self.cases} "
                 f"wall-timed cases' fastest rounds were slower than their baseline's, by "
-                f"{self.factor - 1:+.1%} at the median ({spread}); each case is also judged "
-                "against that shift"
+                f"{self.factor - 1:+.1%} at the median (spread {self.spread:.1%}, so {bar}); "
+                "each case is also judged against that shift"
             )
         return (
             f"this session's {self.cases} wall-timed cases' fastest rounds moved against their "
-            f"baseline with a {spread}: a case slower than its threshold whose fastest rounds do "
-            "not stand out is not a change of its own"
+            f"baseline's with a spread of {self.spread:.1%}, so {bar}: a case slower than its "
+            "threshold whose fastest rounds do not is not a change of its own"
         )
 
     def within(self, comparison: Comparison | None, own: float) -> str:

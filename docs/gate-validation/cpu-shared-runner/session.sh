@@ -4,6 +4,7 @@
 # whatever else the shared machine runs (other helpers: the load average is logged).
 #   session.sh PROJECT LABEL [pytest arguments...]      PROJECT: cattrs | kornia | kornia-t1
 # (kornia-t1: a copy of the kornia project with its own store, run with OMP_NUM_THREADS=1)
+# VENV: another virtual environment than $ROOT/venv-PROJECT.
 # Writes $ROOT/runs/PROJECT/LABEL/{log.txt,rc,load.txt,gate.json,gate.md}.
 set -uo pipefail
 ROOT=${ROOT:-/tmp/val}
@@ -21,7 +22,7 @@ burners=()
 for _ in 1 2; do python3 -c 'while True: pass' & burners+=($!); done
 echo "start $(date -u +%FT%TZ) $(cat /proc/loadavg)" > "$out/load.txt"
 start=$(date +%s.%N)
-PYTHONPATH=$ROOT/inject timeout 1500 "$ROOT/venv-${project%%-*}/bin/python" -m pytest "${paths[@]}" --color=no "$@" > "$out/log.txt" 2>&1
+PYTHONPATH=$ROOT/inject timeout 1500 "${VENV:-$ROOT/venv-${project%%-*}}/bin/python" -m pytest "${paths[@]}" --color=no "$@" > "$out/log.txt" 2>&1
 rc=$?
 end=$(date +%s.%N)
 echo "end   $(date -u +%FT%TZ) $(cat /proc/loadavg)" >> "$out/load.txt"
