@@ -12,8 +12,8 @@ if _path and os.path.exists(_path):
     try:
         import cpuinfo
     except ImportError:  # a virtual environment of a test without py-cpuinfo
-        cpuinfo = None
-    if cpuinfo is not None:
+        pass
+    else:
         with open(_path, encoding="utf-8") as _file:
             _info = json.load(_file)
         cpuinfo.get_cpu_info = lambda: dict(_info)
