@@ -61,7 +61,9 @@ def _verdict_of(e: Evidence, thresholds: Thresholds) -> GateResult:
         )
     if before.counted and now.counted:
         return _judge_counts(Case(e.name, before, now, marker=marker), family)
-    case = case_threshold(before, list(e.members), e.declared, thresholds)
+    case = case_threshold(
+        before, list(e.members), e.declared, thresholds, None if e.paired else now
+    )
     row = dict(name=e.name, family=family, threshold=case.value, threshold_source=case.source)
     judged = Case(e.name, before, now, case.value, thresholds, marker, paired=bool(e.paired))
     if found := _not_gated(e):
@@ -91,8 +93,11 @@ def _verdict_of(e: Evidence, thresholds: Thresholds) -> GateResult:
             message = f"{session.message} (against this session's movement: {shift})"
             return GateResult(verdict=Verdict.NOT_GATED, message=message, reason=session.reason,
                               comparison=decision.comparison, shift=shift, **row)  # fmt: skip
-        if not (session.verdict.slower and e.shift.stands_out(decision.comparison, case.value)):
-            message = f"{e.shift.within(decision.comparison, case.value)}; {decision.message}"
+        sides = (("", decision.comparison), ("on re-run, ", judged.again))  # both must stand out
+        held = [side for side in sides if side[1] and not e.shift.stands_out(side[1], case.value)]
+        if not session.verdict.slower or held:
+            label, seen = held[0] if held else sides[0]
+            message = f"{e.shift.within(seen, case.value, label)}; {decision.message}"
             return GateResult(verdict=Verdict.UNCHANGED, message=message, shift=e.shift.describe(),
                               comparison=decision.comparison, **row)  # fmt: skip
         if e.shift.together:

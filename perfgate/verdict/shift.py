@@ -91,12 +91,14 @@ class Shift:
             "threshold whose fastest rounds do not is not a change of its own"
         )
 
-    def within(self, comparison: Comparison | None, own: float) -> str:
+    def within(self, comparison: Comparison | None, own: float, label: str = "") -> str:
+        """Why a case slower than its threshold is unchanged against the session; ``label``
+        says which of its comparisons did not stand out ("on re-run, ")."""
         change = ""
         if comparison:
             change = (
-                f"slower by {comparison.change_percent:.1f}% at the median, its fastest rounds "
-                f"by {fastest(comparison) - 1:+.1%}, "
+                f"{label}slower by {comparison.change_percent:.1f}% at the median, its fastest "
+                f"rounds by {fastest(comparison) - 1:+.1%}, "
             )
         bar = f"a change of its own moves them past {self.threshold(own):.0%}"
         if self.together:
