@@ -173,7 +173,7 @@ def test_a_burst_that_slows_every_round_of_a_case_once_is_not_confirmed(seed):
     its fastest round). Its re-run must stand out of the session too: a change of the code
     slows the re-run alike, a burst does not."""
     burst = [1.0] * CASES
-    burst[7] = 2.0
+    burst[7] = 3.0
     baseline = contended([1.0] * CASES, seed)
     current, again = contended(burst, seed + 100), contended([1.0] * CASES, seed + 200)
     first = {r.name: r for r in judge([baseline], current)}

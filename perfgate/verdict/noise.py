@@ -123,10 +123,12 @@ def case_threshold(
     noise = measured_noise(baseline, members)
     if noise is None:
         return CaseThreshold(DEFAULT_TIME_THRESHOLD, f"default {DEFAULT_TIME_THRESHOLD:.0%}")
+    found = noise_threshold(noise, floor_of(baseline))
     now = measured_noise(current, []) if current is not None else None
-    if now is not None and now.fraction > noise.fraction:
-        noise = Noise(now.fraction, f"{now.measured_from}{OF_CURRENT}")
-    return noise_threshold(noise, floor_of(baseline))
+    if now is None:
+        return found
+    own = noise_threshold(Noise(now.fraction, f"{now.measured_from}{OF_CURRENT}"), found.value)
+    return own if own.value > found.value else found
 
 
 def noise_threshold(noise: Noise, floor: float) -> CaseThreshold:
