@@ -123,3 +123,22 @@ def test_the_cli_never_takes_a_run_dated_in_the_future_as_the_newest(folder):
     status, text, _ = perfgate("compare", *where)
     assert status == 0 and "0003_base.json" in text and "0004_base.json" in text
     assert "0005" not in text
+
+
+@pytest.mark.parametrize(
+    "days, said",
+    [(["2026-01-01T10:00:00", "2026-01-01T10:03:00"], "saved over 3 min"),
+     (["2026-01-01T10:00:00", "2026-01-01T16:00:00", "2026-01-01T20:30:00"], "saved over 10 h"),
+     (["2026-01-01T10:00:00", "2026-01-09T10:00:00"], "saved over 8 days")],
+)  # fmt: skip
+def test_the_gate_says_how_far_apart_a_sets_runs_were_saved(days, said):
+    """Runs saved minutes apart see one moment of a shared runner; one per CI run sees how its
+    sessions differ (docs/gate-validation/cpu-shared-runner/session13.md): the gate says which."""
+    from perfgate.benchmark import Run
+    from perfgate.session.baseline import BaselineChoice
+
+    runs = [Run(Path(f"{i:04d}_ci.json"), day, {}, {}, {}) for i, day in enumerate(days, 1)]
+    choice = BaselineChoice(Path("."), gate=True, baseline=runs[-1], members=runs)
+    assert "(a set with 0001_ci.json" in choice.label and f"{said}: each benchmark" in choice.label
+    single = BaselineChoice(Path("."), gate=True, baseline=runs[0], members=runs[:1])
+    assert single.label == "0001_ci.json"

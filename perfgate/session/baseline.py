@@ -52,9 +52,19 @@ class BaselineChoice:
             return str(self.baseline.path)
         earlier = ", ".join(run.path.name for run in self.members[:-1])
         return (
-            f"{self.baseline.path} (a set with {earlier}: each benchmark is compared with its "
-            "slowest run in the set, each ratio with its worst)"
+            f"{self.baseline.path} (a set with {earlier}, saved over {self.span}: each benchmark "
+            "is compared with its slowest run in the set, each ratio with its worst)"
         )
+
+    @property
+    def span(self) -> str:
+        """How far apart the set's runs were saved: runs saved minutes apart see one moment of a
+        shared runner, runs saved in separate sessions (one a CI run) how its sessions differ."""
+        first, last = (run_schema.recorded_at(run) for run in (self.members[0], self.baseline))
+        minutes = max((last - first).total_seconds(), 0.0) / 60
+        if minutes < 120:
+            return f"{minutes:.0f} min"
+        return f"{minutes / 60:.0f} h" if minutes < 48 * 60 else f"{minutes / 1440:.0f} days"
 
 
 def storage_folder(config: pytest.Config, key: str, read: Options) -> Path:

@@ -168,7 +168,8 @@ def too_noisy_message(case: CaseThreshold, current: Benchmark | None, paired: bo
     now_words = f"; the current run's {now.describe()}" if now is not None else ""
     return (
         f"{case.too_noisy}, and its change is within that{now_words}: {side} noisy. Record the "
-        "baseline again on a quiet machine, as a set of 3 or more runs (--benchmark-save three "
-        "times), count instructions instead (--perf-measure instructions), or give the test a "
-        "threshold marker"
+        "baseline again as a set of 3 or more runs saved under one name in sessions of their "
+        "own (on a shared runner one a CI run, so the set sees how its sessions differ; on a "
+        "quiet machine --benchmark-save three times), count instructions instead "
+        "(--perf-measure instructions), or give the test a threshold marker"
     )
