@@ -12,7 +12,7 @@ about sqrt(BLOCKS): on the safe side.
 The current run's own blocks are measured too, and where its noise is the larger it sets the
 threshold: a run whose speed changed while it ran (a neighbour on a shared runner that competes
 for memory bandwidth for a while: kornia's 512x512 cases on 2 cores moved by +154 % to +261 % at
-the median in 4 of 10 such sessions, docs/gate-validation/cpu-shared-runner/session13.md) cannot
+the median in 4 of 12 such sessions, docs/gate-validation/cpu-shared-runner/session13.md) cannot
 show a change finer than its own spread, whatever its baseline's.
 
 The threshold is ``NOISE_MULTIPLIER`` times the noise, never below a floor, and a case whose
