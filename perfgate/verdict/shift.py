@@ -18,12 +18,14 @@ fastest rounds (``Shift``; ``Comparison.fastest_ratio``):
   session's cases moved.
 
 It is a regression only when it is slower past its threshold both against the baseline and
-against the session. A slowdown of one case among many still fails; a change that slows most
-cases alike reads as the machine (count instructions to see such a change: they do not move),
-and so does a slowdown that leaves a case's fastest rounds where they were. Device-timed kernels
-are left out: their sessions differ by about 1 %, and the nightly's A/B settles them. The rule,
-its constants and its rates come from ``tools/shift_simulation.py`` (tests/test_verdict_shift.py)
-and the loaded-machine runs of docs/gate-validation/cpu-shared-runner/.
+against the session, on its first run and on its re-run (a neighbour's burst that slowed every
+round of one case once is not repeated by the re-run; a change of its code is). A slowdown of
+one case among many still fails; a change that slows most cases alike reads as the machine
+(count instructions to see such a change: they do not move), and so does a slowdown that leaves
+a case's fastest rounds where they were. Device-timed kernels are left out: their sessions
+differ by about 1 %, and the nightly's A/B settles them. The rule, its constants and its rates
+come from ``tools/shift_simulation.py`` (tests/test_verdict_shift.py) and the loaded-machine
+runs of docs/gate-validation/cpu-shared-runner/.
 """
 
 from __future__ import annotations
