@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One instruction-count session beside two busy loops (as session.sh); copies the callgrind logs.
 #   isession.sh PROJECT LABEL [pytest arguments...]
+# VENV: another virtual environment than $ROOT/venv-PROJECT.
 set -uo pipefail
 ROOT=${ROOT:-/tmp/val2}
 project=$1 label=$2; shift 2
@@ -16,7 +17,7 @@ burners=()
 for _ in 1 2; do python3 -c 'while True: pass' & burners+=($!); done
 echo "start $(date -u +%FT%TZ) $(cat /proc/loadavg)" > "$out/load.txt"
 start=$(date +%s.%N)
-timeout 1500 "$ROOT/venv-$project/bin/python" -m pytest "${paths[@]}" --color=no \
+timeout 1500 "${VENV:-$ROOT/venv-$project}/bin/python" -m pytest "${paths[@]}" --color=no \
   --perf-measure instructions "$@" > "$out/log.txt" 2>&1
 rc=$?
 end=$(date +%s.%N)
