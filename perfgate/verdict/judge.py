@@ -77,7 +77,7 @@ def _verdict_of(e: Evidence, thresholds: Thresholds) -> GateResult:
     decision = decide(judged)
     if case.too_noisy:  # judged at the loose threshold its noise needs: past it, a verdict
         if not (decision.verdict.slower or decision.verdict is Verdict.IMPROVEMENT):
-            message = too_noisy_message(case, None if e.paired else now, paired=bool(e.paired))
+            message = too_noisy_message(case, paired=bool(e.paired))
             return GateResult(verdict=Verdict.NOT_GATED, message=f"not gated: {message}",
                               comparison=decision.comparison, reason=Reason.TOO_NOISY,
                               **row)  # fmt: skip

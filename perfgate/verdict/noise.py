@@ -23,7 +23,7 @@ threshold given on the test (marker) or on the command line wins over all of thi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -67,12 +67,15 @@ class Noise:
 @dataclass(frozen=True)
 class CaseThreshold:
     """A benchmark's time threshold (fraction), where it came from, and why it is too noisy to
-    gate (None when it is gated)."""
+    gate (None when it is gated). ``current`` is the current run's own noise where it was
+    measured, ``from_current`` whether that noise set the threshold."""
 
     value: float
     source: str
     too_noisy: str | None = None
     noise: Noise | None = None
+    current: Noise | None = field(default=None, compare=False)  # context, not the threshold
+    from_current: bool = False
 
 
 def _relative_spread(values: list[float]) -> float:
@@ -123,12 +126,12 @@ def case_threshold(
     noise = measured_noise(baseline, members)
     if noise is None:
         return CaseThreshold(DEFAULT_TIME_THRESHOLD, f"default {DEFAULT_TIME_THRESHOLD:.0%}")
-    found = noise_threshold(noise, floor_of(baseline))
     now = measured_noise(current, []) if current is not None else None
+    found = replace(noise_threshold(noise, floor_of(baseline)), current=now)
     if now is None:
         return found
     own = noise_threshold(Noise(now.fraction, f"{now.measured_from}{OF_CURRENT}"), found.value)
-    return own if own.value > found.value else found
+    return replace(own, current=now, from_current=True) if own.value > found.value else found
 
 
 def noise_threshold(noise: Noise, floor: float) -> CaseThreshold:
@@ -147,22 +150,22 @@ def noise_threshold(noise: Noise, floor: float) -> CaseThreshold:
     return CaseThreshold(needed, f"{noise.describe()} x {NOISE_MULTIPLIER:g}")
 
 
-def too_noisy_message(case: CaseThreshold, current: Benchmark | None, paired: bool) -> str:
+def too_noisy_message(case: CaseThreshold, paired: bool) -> str:
     """Why a noisy case is not gated, which side was noisy and what to do: its change stayed
-    within the loose threshold its noise needs. ``current``: the current run, whose own blocks
-    say whether it was noisy too (None for an A/B, whose noise is A's blocks')."""
+    within the loose threshold its noise needs; the current run's own noise (``case.current``,
+    none for an A/B, whose noise is A's blocks') says whether it was noisy too."""
     if paired:
         return (
             f"{case.too_noisy}: A's blocks disagree with each other; run more blocks (--blocks), "
             "on a quieter machine, or give the test a threshold marker"
         )
-    if case.noise is not None and case.noise.measured_from.endswith(OF_CURRENT):
+    if case.from_current:
         return (
             f"{case.too_noisy}, and its change is within that: the current run was noisier than "
             "its baseline. Run it again on a quieter machine, count instructions instead "
             "(--perf-measure instructions), or give the test a threshold marker"
         )
-    now = measured_noise(current, []) if current is not None else None
+    now = case.current
     loud = now is not None and NOISE_MULTIPLIER * now.fraction > CEILING
     side = "the baseline and the current run were" if loud else "the baseline was"
     now_words = f"; the current run's {now.describe()}" if now is not None else ""
