@@ -142,3 +142,15 @@ def test_the_gate_says_how_far_apart_a_sets_runs_were_saved(days, said):
     assert "(a set with 0001_ci.json" in choice.label and f"{said}: each benchmark" in choice.label
     single = BaselineChoice(Path("."), gate=True, baseline=runs[0], members=runs[:1])
     assert single.label == "0001_ci.json"
+
+
+def test_a_set_with_an_undated_run_says_nothing_of_its_span():
+    from perfgate.benchmark import Run
+    from perfgate.session.baseline import BaselineChoice
+
+    runs = [
+        Run(Path("0001_ci.json"), "", {}, {}, {}),
+        Run(Path("0002_ci.json"), "2026-01-01T10:00:00", {}, {}, {}),
+    ]
+    label = BaselineChoice(Path("."), gate=True, baseline=runs[-1], members=runs).label
+    assert "(a set with 0001_ci.json: each benchmark" in label and "saved over" not in label

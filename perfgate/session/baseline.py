@@ -51,16 +51,21 @@ class BaselineChoice:
         if len(self.members) == 1:
             return str(self.baseline.path)
         earlier = ", ".join(run.path.name for run in self.members[:-1])
+        span = f", saved over {self.span}" if self.span else ""
         return (
-            f"{self.baseline.path} (a set with {earlier}, saved over {self.span}: each benchmark "
-            "is compared with its slowest run in the set, each ratio with its worst)"
+            f"{self.baseline.path} (a set with {earlier}{span}: each benchmark is compared with "
+            "its slowest run in the set, each ratio with its worst)"
         )
 
     @property
     def span(self) -> str:
-        """How far apart the set's runs were saved: runs saved minutes apart see one moment of a
-        shared runner, runs saved in separate sessions (one a CI run) how its sessions differ."""
-        first, last = (run_schema.recorded_at(run) for run in (self.members[0], self.baseline))
+        """How far apart the set's runs were saved ('' where a run has no date): runs saved
+        minutes apart see one moment of a shared runner, runs saved in separate sessions (one a
+        CI run) how its sessions differ."""
+        ends = (self.members[0], self.baseline)
+        if not all(run.datetime for run in ends):
+            return ""
+        first, last = (run_schema.recorded_at(run) for run in ends)
         minutes = max((last - first).total_seconds(), 0.0) / 60
         if minutes < 120:
             return f"{minutes:.0f} min"
