@@ -1,7 +1,12 @@
-"""MXINT8 -> bfloat16 by a Triton kernel, bit for bit the reference's six steps.
+"""MXINT8 -> bfloat16 by Triton kernels, bit for bit the reference's six steps.
 
-A flat elementwise kernel: 2048-element blocks (4 warps), one scale load per group when the
-group size is a power of two that tiles a block (docs/NOTES.md has the block sweep).
+Two flat elementwise kernels. ``_dequantize_words_kernel`` (power-of-two groups of >= 4 values,
+4-byte-aligned mantissas) reads int32 words of four mantissas and, in a block whose scales all
+lie in 7..252, builds each value in about three integer instructions (a byte -> float "magic
+number", one subtraction, one multiplication by 2^(e - 133), a shared bf16 pack): the spec's six
+steps take ~15, which held the H200 at 0.85 of a same-size copy (the issue rate, not memory). A
+block that meets any other scale takes the six steps. ``_dequantize_kernel`` (any group size)
+takes the six steps everywhere. Block sizes per GPU come from DEQUANTIZE_CONFIGS.
 """
 
 from __future__ import annotations
@@ -20,6 +25,16 @@ from kernels.mxint8.reference import dequantize_reference
 
 DEQUANTIZE_BLOCK_SIZE = 2048  # elements per Triton program (tuned on the H100: docs/NOTES.md)
 DEQUANTIZE_NUM_WARPS = 4
+# The words kernel's (elements per program, warps) per GPU name, chosen by
+# tools/mxint8_sweep.py (docs/gate-validation/mxint8-fused-session14); others take the default.
+DEQUANTIZE_CONFIGS: dict[str, tuple[int, int]] = {}
+DEQUANTIZE_WORDS_DEFAULT = (4096, 4)
+_USUAL_SCALE_MIN = tl.constexpr(7)  # below, v/64 * 2^(e-127) can be a bf16 subnormal
+_USUAL_SCALE_MAX = tl.constexpr(252)  # above, v * 2^(e-133) can overflow a float32 step
+_SIGN_BITS = tl.constexpr(-0x7F7F7F80)  # 0x80808080 as an int32: each byte's top bit
+_LOW_BITS = tl.constexpr(0x7F7F7F7F)
+_MAGIC = tl.constexpr(0x4B000000)  # float32 2^23: a byte u in its low bits reads 2^23 + u
+_MAGIC_OFFSET = tl.constexpr(8388736.0)  # 2^23 + 128: (2^23 + v + 128) - it = v, exactly
 
 
 @triton.jit
@@ -70,6 +85,104 @@ def _dequantize_kernel(
     tl.store(out_ptr + start + local, bits.to(tl.uint16).to(tl.bfloat16, bitcast=True), mask=mask)
 
 
+@triton.jit
+def _usual_value_bits(biased, step, SHIFT: tl.constexpr):
+    """float32 bits of v * step for the byte at SHIFT of ``biased`` words (bytes hold v + 128)."""
+    value = (((biased >> SHIFT) & 0xFF) | _MAGIC).to(tl.float32, bitcast=True) - _MAGIC_OFFSET
+    return (value * step).to(tl.int32, bitcast=True)
+
+
+@triton.jit
+def _six_step_value_bits(words, e, SHIFT: tl.constexpr):
+    """float32 bits (bf16 in the top half) of the spec's six steps for the byte at SHIFT."""
+    return dequantize_bits((words << (24 - SHIFT)) >> 24, e) << 16
+
+
+@triton.jit
+def _bf16_pair(low, high):
+    """int32 holding the top halves of float32 bits ``low`` (bits 0-15) and ``high``."""
+    return ((low >> 16) & 0xFFFF) | (high & -0x10000)
+
+
+@triton.jit
+def _dequantize_words_kernel(
+    mantissa_ptr,
+    scales_ptr,
+    out_ptr,
+    n_groups,
+    GROUP_SIZE: tl.constexpr,
+    BLOCK_SIZE: tl.constexpr,
+):
+    """A (groups, words) tile of BLOCK_SIZE values: int32 words of four mantissas in, two int32
+    words of bf16 pairs out per word. GROUP_SIZE: a power of two, >= 4, <= BLOCK_SIZE."""
+    WORDS: tl.constexpr = GROUP_SIZE // 4  # words per group
+    GROUPS: tl.constexpr = BLOCK_SIZE // GROUP_SIZE
+    first = tl.program_id(0).to(tl.int64) * GROUPS
+    rows = tl.arange(0, GROUPS)
+    in_range = rows < n_groups - first
+    groups = first + rows
+    e = tl.load(scales_ptr + groups, mask=in_range, other=127).to(tl.int32)
+    words_ptr = mantissa_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
+    offsets = groups[:, None] * WORDS + tl.arange(0, WORDS)[None, :]
+    words = tl.load(words_ptr + offsets, mask=in_range[:, None], other=0)
+    unusual = (e < _USUAL_SCALE_MIN) | (e > _USUAL_SCALE_MAX)
+    if tl.max(unusual.to(tl.int32)) == 0:
+        # bytes 0x80 (v = -128, the spec's +0.0) become 0x00, then every top bit flips: v + 128
+        minus_128 = ~((words & _LOW_BITS) + _LOW_BITS) & words & _SIGN_BITS
+        biased = words ^ minus_128 ^ _SIGN_BITS
+        step = ((e - 6) << 23).to(tl.float32, bitcast=True)[:, None]  # 2^(e - 133), exact
+        # v * 2^(e - 133) = v/64 * 2^(e - 127) has <= 7 significant bits: bf16 exactly
+        low = _bf16_pair(_usual_value_bits(biased, step, 0), _usual_value_bits(biased, step, 8))
+        high = _usual_value_bits(biased, step, 16)
+        high = _bf16_pair(high, _usual_value_bits(biased, step, 24))
+    else:
+        e_rows = e[:, None]
+        low = _six_step_value_bits(words, e_rows, 0)
+        low = _bf16_pair(low, _six_step_value_bits(words, e_rows, 8))
+        high = _six_step_value_bits(words, e_rows, 16)
+        high = _bf16_pair(high, _six_step_value_bits(words, e_rows, 24))
+    pairs = tl.reshape(tl.join(low, high), (GROUPS, 2 * WORDS))
+    out_words = out_ptr.to(tl.pointer_type(tl.int32), bitcast=True)
+    out_offsets = groups[:, None] * (2 * WORDS) + tl.arange(0, 2 * WORDS)[None, :]
+    tl.store(out_words + out_offsets, pairs, mask=in_range[:, None])
+
+
+def uses_words(mantissa: torch.Tensor, group_size: int) -> bool:
+    """Whether the words kernel takes these (contiguous) mantissas: power-of-two groups of
+    whole int32 words, mantissas starting on a word."""
+    return is_power_of_two(group_size) and group_size >= 4 and mantissa.data_ptr() % 4 == 0
+
+
+def words_config(device: torch.device) -> tuple[int, int]:
+    """(elements per program, warps) of the words kernel on ``device``: DEQUANTIZE_CONFIGS."""
+    if device.type != "cuda":
+        return DEQUANTIZE_WORDS_DEFAULT
+    return DEQUANTIZE_CONFIGS.get(torch.cuda.get_device_name(device), DEQUANTIZE_WORDS_DEFAULT)
+
+
+def launch_dequantize_words(
+    mantissa: torch.Tensor,
+    scales: torch.Tensor,
+    out: torch.Tensor,
+    group_size: int,
+    block_size: int,
+    num_warps: int,
+) -> None:
+    """The words kernel on contiguous, non-empty ``mantissa`` (``uses_words``) into ``out``."""
+    block_size = max(block_size, group_size)
+    n_groups = mantissa.numel() // group_size
+    grid = (triton.cdiv(n_groups, block_size // group_size),)
+    _dequantize_words_kernel[grid](
+        mantissa,
+        scales,
+        out,
+        n_groups,
+        GROUP_SIZE=group_size,
+        BLOCK_SIZE=block_size,
+        num_warps=num_warps,
+    )
+
+
 def uses_group_tiles(group_size: int, block_size: int) -> bool:
     """Power-of-two groups that tile a block take the one-scale-load-per-group path."""
     return is_power_of_two(group_size) and group_size <= block_size
@@ -110,5 +223,17 @@ def dequantize(
         return dequantize_reference(mantissa, scales, group_size)
     out = torch.empty(mantissa.shape, dtype=torch.bfloat16, device=mantissa.device)
     if mantissa.numel() > 0:
-        launch_dequantize(mantissa.contiguous(), scales.contiguous(), out, group_size)
+        dequantize_into(mantissa.contiguous(), scales.contiguous(), out, group_size)
     return out
+
+
+def dequantize_into(
+    mantissa: torch.Tensor, scales: torch.Tensor, out: torch.Tensor, group_size: int
+) -> None:
+    """The kernel for this GPU and group size on contiguous, non-empty, checked inputs, into
+    contiguous bf16 ``out``: the words kernel where it fits (``uses_words``), else the other."""
+    if uses_words(mantissa, group_size):
+        block_size, num_warps = words_config(mantissa.device)
+        launch_dequantize_words(mantissa, scales, out, group_size, block_size, num_warps)
+    else:
+        launch_dequantize(mantissa, scales, out, group_size)
