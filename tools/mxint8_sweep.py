@@ -50,8 +50,7 @@ from kernels.mxint8.dequantize_kernel import (
     launch_dequantize_words,
     words_config,
 )
-from kernels.mxint8.linear_launch import m_bucket
-from kernels.mxint8.tuning import choose_config, chosen_path
+from kernels.mxint8.tuning import choose_config, chosen_path, path_candidates
 
 GROUP = 32
 SHAPES = [(4096, 4096), (14336, 4096)]  # (N, K) of the suite's Linear cases
@@ -79,72 +78,14 @@ def log(*parts) -> None:
 
 
 # --- Candidates ---------------------------------------------------------------------------------
-def gemv_candidates(k: int) -> list[LinearConfig]:
-    configs = []
-    for bn, bk, warps in [
-        (16, 512, 4),
-        (32, 256, 4),
-        (16, 1024, 8),
-        (32, 512, 8),
-        (64, 256, 8),
-        (64, 512, 8),
-        (32, 1024, 8),
-        (128, 256, 8),
-    ]:
-        for split in (1, 2):
-            for stages in (1, 3) if k % (bk * split) == 0 else ():
-                configs.append(LinearConfig(1, bn, bk, split, warps, stages, kernel="gemv"))
-    return configs
-
-
-def tile_candidates(m: int, k: int) -> list[LinearConfig]:
-    """Tensor-core tiles: at batch <= 64 one row tile (BLOCK_M = batch bucket), narrow and wide
-    weight tiles, short and long K blocks, 2-4 stages, K split 1-8 (and a few that dequantize
-    value by value); larger batches big tiles, both ways."""
-    configs = []
-    if m <= 64:
-        bm = max(16, m_bucket(m))
-        for bn, warps in [(64, 4), (128, 8)]:
-            for bk, stages in [(64, 4), (128, 3), (128, 4), (256, 2), (256, 3)]:
-                for split in (1, 2, 4, 8):
-                    if k >= 2 * split * bk:
-                        configs.append(LinearConfig(bm, bn, bk, split, warps, stages))
-        for bk in (128, 256):
-            for split in (1, 2, 4):
-                configs.append(LinearConfig(bm, 64, bk, split, 4, 3, kernel="tile_values"))
-        return configs
-    for bm, bn, bk, warps, stages in [
-        (128, 64, 64, 4, 4),
-        (128, 128, 64, 8, 4),
-        (128, 128, 64, 8, 3),
-        (256, 128, 64, 8, 2),
-        (128, 128, 128, 8, 3),
-        (128, 256, 64, 8, 3),
-        (256, 64, 64, 8, 3),
-        (64, 128, 64, 4, 4),
-    ]:
-        for kernel in ("tile", "tile_values"):
-            configs.append(LinearConfig(bm, bn, bk, 1, warps, stages, kernel=kernel))
-    return configs
-
-
-def chunk_candidates(n: int) -> list[LinearConfig]:
-    rows = sorted({r for r in (1024, 2048, 3584, 4096, 7168) if r <= n})
-    return [LinearConfig(1, r, 1, kernel="chunks") for r in rows]
-
-
 def fused_candidates(m: int, n: int, k: int, dry: bool) -> list[LinearConfig]:
-    if dry:  # a few of each kind, at toy sizes
-        if m == 1:
-            return [LinearConfig(1, 16, 64, 1, 4, 1, kernel="gemv"), LinearConfig(16, 64, 64)]
-        chunks = LinearConfig(1, 128, 1, kernel="chunks")
-        return [LinearConfig(16, 64, 64, 2, 4, 3, kernel="tile_values"), chunks]
+    """Every config the table may hold (``path_candidates``); at toy sizes a few of each kind."""
+    if not dry:
+        return [c for c in path_candidates(m, n, k) if c.kernel != "chunks" or c.block_n <= n]
     if m == 1:
-        tiles = [LinearConfig(16, 64, 256, split, 4, 3) for split in (1, 2, 4)]
-        return gemv_candidates(k) + tiles + [LinearConfig(16, 64, 128, 2, 4, 4)]
-    if m <= 64:
-        return tile_candidates(m, k)
-    return tile_candidates(m, k) + chunk_candidates(n)
+        return [LinearConfig(1, 16, 64, 1, 4, 1, kernel="gemv"), LinearConfig(16, 64, 64)]
+    chunks = LinearConfig(1, 128, 1, kernel="chunks")
+    return [LinearConfig(16, 64, 64, 2, 4, 3, kernel="tile_values"), chunks]
 
 
 # --- Timing -------------------------------------------------------------------------------------
@@ -383,13 +324,14 @@ def ncu_case(case: str) -> None:
     """Run one problem a few times (the child process that ncu profiles)."""
     kind, *rest = json.loads(case)
     device = "cuda"
-    if kind == "dequantize":
+    if kind in ("words", "six_steps"):
         n, block, warps = rest
         mantissa = torch.randint(-128, 128, (n,), dtype=torch.int8, device=device)
         scales = torch.randint(100, 151, (n // GROUP,), device=device).to(torch.uint8)
         out = torch.empty(n, dtype=torch.bfloat16, device=device)
+        run = dequantize_launcher(kind, block, warps)
         for _ in range(4):
-            launch_dequantize_words(mantissa, scales, out, GROUP, block, warps)
+            run(mantissa, scales, out, GROUP)
     else:
         n, k, m, fields = rest
         config = LinearConfig(**fields)
@@ -420,7 +362,7 @@ def ncu_profile(case: list, path: Path, name: str) -> dict:
         json.dumps(case),
     ]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as error:
         return {"error": repr(error)}
     with path.open("a") as report:
@@ -588,7 +530,10 @@ def profiles(result: dict, out: Path) -> dict:
     if not shutil.which("ncu"):
         log("ncu is not installed here")
         return {"error": "ncu not installed"}
-    cases = {"dequantize 2^28": ["dequantize", 2**28, *words_config(torch.device("cuda"))]}
+    cases = {
+        "dequantize words 2^28": ["words", 2**28, *words_config(torch.device("cuda"))],
+        "dequantize six steps 2^28": ["six_steps", 2**28, 2048, 4],
+    }
     for row in result["linear"]:
         if row["best"]:
             config = LinearConfig(**row["configs"][row["best"]])

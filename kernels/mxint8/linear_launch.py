@@ -213,23 +213,20 @@ def dequantize_then_matmul(x2d, mantissa, scales, bias, group_size: int) -> torc
 
 def dequantize_chunks_then_matmul(x2d, mantissa, scales, bias, out, group_size: int, config):
     """Dequantize-once in chunks of ``config.block_n`` weight rows into one reused bf16 buffer,
-    each chunk's product written by cuBLAS into its columns of ``out``: the buffer is rewritten
-    in L2 rather than streamed through memory, so the weight is read from memory about once (as
-    MXINT8) instead of read, written and read again (as bf16). Products as
-    ``dequantize_then_matmul``'s: bf16 operands, bf16 result, cast to ``out``'s dtype."""
+    each chunk multiplied by cuBLAS and copied into its columns of ``out``: a buffer that L2
+    holds is rewritten there rather than streamed through memory, so the weight would be read
+    from memory about once (as MXINT8) instead of read, written and read again (as bf16).
+    Products as ``dequantize_then_matmul``'s: bf16 operands, bf16 result, cast to ``out``'s
+    dtype. (cuBLAS writing straight into the columns, a strided output, measured 1.1-1.5x
+    slower on an H200.)"""
     n, k = mantissa.shape
     rows = min(config.block_n, n)
     x = x2d.to(torch.bfloat16)
     bias = None if bias is None else bias.to(torch.bfloat16)
-    target = out if out.dtype == torch.bfloat16 else torch.empty_like(out, dtype=torch.bfloat16)
     buffer = torch.empty((rows, k), dtype=torch.bfloat16, device=out.device)
     for start in range(0, n, rows):
         stop = min(start + rows, n)
         weight = buffer[: stop - start]
         dequantize_into(mantissa[start:stop], scales[start:stop], weight, group_size)
-        if bias is None:
-            torch.mm(x, weight.t(), out=target[:, start:stop])
-        else:
-            torch.addmm(bias[start:stop], x, weight.t(), out=target[:, start:stop])
-    if target is not out:
-        out.copy_(target)
+        chunk_bias = None if bias is None else bias[start:stop]
+        out[:, start:stop] = F.linear(x, weight, chunk_bias)
