@@ -323,12 +323,16 @@ def test_the_next_ab_removes_the_worktree_of_one_killed_and_keeps_one_in_use(rep
         shutil.rmtree(left.parent, ignore_errors=True)
 
 
-def test_the_stored_comparison_ends_when_the_nightly_is_killed(repo, tmp_path, monkeypatch):
+def test_a_second_night_is_refused_and_the_stored_comparison_ends_with_a_killed_one(
+    repo, tmp_path, monkeypatch
+):
     children_import_this_checkout(monkeypatch)
     hold = held_repo(repo)
     night = start(repo, hold, "nightly", "--results", str(tmp_path / "r"), "--", *LOAD_PLUGIN)
     try:
         (session,) = held_sessions(hold)  # the stored comparison's pytest, in its own session
+        status, _, err = perfgate("nightly", "--results", str(tmp_path / "r"), "--", *LOAD_PLUGIN)
+        assert status == 2 and f"another A/B (process {night.pid}) is running in" in err
         night.kill()
         night.communicate(timeout=WAIT_S)
         deadline = time.monotonic() + WAIT_S
@@ -491,3 +495,20 @@ def test_a_session_that_cannot_write_is_answered_not_ended(tmp_path, monkeypatch
     }
     error = blocks.not_written(Path(answer["path"]), OSError(answer["errno"], answer["error"]))
     assert "lane0-pair0-B.json (the disk is full): free space" in str(error)
+
+
+def test_an_ab_whose_results_cannot_be_written_at_the_end_says_the_disk_is_full(
+    repo, small_disk, monkeypatch
+):
+    from perfgate.ab import compare
+    from perfgate.verdict import GateResult, Verdict
+
+    done = AbRun("abc", [GateResult("perf_tests/test_work.py::test_work", Verdict.UNCHANGED, "")])
+    monkeypatch.setattr(compare, "run_ab", lambda options, err: done)
+    with open(small_disk / "the rest", "wb", buffering=0) as rest:  # fill what is left
+        with pytest.raises(OSError):
+            while True:
+                rest.write(b"\0" * 4096)
+    status, _, err = perfgate("ab", "HEAD", "--out", str(small_disk / "ab.json"))
+    assert status == 2
+    assert f"cannot write {small_disk / 'ab.json'} (the disk is full)" in error_line(err, "ab")
