@@ -6,6 +6,7 @@ store; the GPU health it records does not count the A/B's own processes as other
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -21,6 +22,17 @@ from perfgate.store import StoreError, read_results
 NO_TESTS_COLLECTED = 5  # pytest's exit status
 SESSION = ["-q", "-p", "no:cacheprovider"]
 OTHERS = "other processes on the GPU"  # how the measure stage words the reason (machine.py)
+FULL = os.strerror(errno.ENOSPC)  # "No space left on device", as Python words it in a traceback
+
+
+def not_written(path: Path, error: OSError) -> AbError:
+    """The one line for a file of the A/B that could not be written (``error``): a full disk
+    said as such; the completed blocks are kept for ``--resume``."""
+    cause = "the disk is full" if error.errno == errno.ENOSPC else error.strerror
+    return AbError(
+        f"cannot write {path} ({cause}): free space (or fix the folder), then run it "
+        "again with --resume to keep the blocks completed so far"
+    )
 
 
 class BlockProcess:
@@ -36,16 +48,23 @@ class BlockProcess:
         return f"tree {self.label}" + (f" on GPU {self.gpu}" if self.gpu is not None else "")
 
     @property
+    def log(self) -> Path:
+        """The process's own output (a session's is in its block's log)."""
+        return self.folder / f"process-{self.label}-{self.gpu or 'any'}.log".replace("/", "_")
+
+    @property
     def pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
 
     def session(self, args: list[str], log: Path) -> int:
         """Run one pytest session with ``args`` in the process; its exit status."""
         if self.process is None:
-            name = f"process-{self.label}-{self.gpu or 'any'}.log".replace("/", "_")
-            self.process, request_fd, reply_fd = children.start_server(
-                self.tree, self.gpu, self.folder / name
-            )
+            try:
+                self.process, request_fd, reply_fd = children.start_server(
+                    self.tree, self.gpu, self.log
+                )
+            except OSError as error:
+                raise not_written(self.log, error) from None
             self._requests = os.fdopen(request_fd, "w", encoding="utf-8")
             self._replies = os.fdopen(reply_fd, encoding="utf-8")
         try:
@@ -55,9 +74,31 @@ class BlockProcess:
         except (OSError, ValueError):  # closed under us: an interrupt is stopping the A/B
             reply = ""
         if not reply:
+            if self.disk_was_full(log):
+                raise not_written(log, OSError(errno.ENOSPC, FULL))
             raise AbError(f"the block process of {self.where} ended; its output is in {log} "
                           f"and {self.folder}")  # fmt: skip
-        return int(json.loads(reply)["status"])
+        answer = json.loads(reply)
+        if "error" in answer:  # the session could not write its output
+            raise not_written(
+                Path(answer.get("path") or log), OSError(answer.get("errno"), answer["error"])
+            )
+        return int(answer["status"])
+
+    def disk_was_full(self, log: Path) -> bool:
+        """Whether the process ended on a full disk: its logs say so, or they could not."""
+        for path in (log, self.log):
+            try:
+                with open(path, "rb") as output:
+                    output.seek(max(path.stat().st_size - 65536, 0))
+                    if FULL.encode() in output.read():
+                        return True
+            except OSError:
+                pass
+        try:
+            return os.statvfs(self.folder).f_bavail == 0
+        except OSError:
+            return False
 
     def close(self, kill: bool = False) -> None:
         """End the process: its requests end (it exits), or at once with ``kill``."""
@@ -87,6 +128,8 @@ def collect(process: BlockProcess, selection: list[str], pytest_args: list[str],
     status = process.session(args, log)
     if status == NO_TESTS_COLLECTED:
         return []
+    if status != 0 and process.disk_was_full(log):
+        raise not_written(log, OSError(errno.ENOSPC, FULL))
     if status != 0:
         raise AbError(f"collecting the cases of {process.where} failed (pytest exited {status}); "
                       f"its output is in {log}")  # fmt: skip
@@ -99,6 +142,8 @@ def run_block(process: BlockProcess, names: list[str], pytest_args: list[str], r
     """One block: the cases ``names`` (node ids) in one session of the process; its results."""
     args = [*SESSION, f"--benchmark-json={report}", *block_arguments(pytest_args), *names]
     status = process.session(args, log)
+    if (status != 0 or not report.is_file()) and process.disk_was_full(log):
+        raise not_written(report, OSError(errno.ENOSPC, FULL))
     if status != 0 or not report.is_file():
         raise AbError(f"a block of {process.where}: pytest exited {status}; its output is in "
                       f"{log}")  # fmt: skip

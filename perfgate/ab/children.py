@@ -1,11 +1,16 @@
 """Every child process of the A/B and the nightly, started here: git, the stored comparison's
 pytest session, and the long-lived block processes (``server``). A child never inherits
 pytest-xdist's worker variables (pytest-benchmark would take its session for a worker's); a
-block process gets its tree first on ``PYTHONPATH`` and its GPU in ``CUDA_VISIBLE_DEVICES``."""
+block process gets its tree first on ``PYTHONPATH`` and its GPU in ``CUDA_VISIBLE_DEVICES``.
+
+No child outlives its parent killed (``kill -9``): the stored comparison's session, in a session
+of its own, is sent SIGTERM when its parent dies (Linux's ``PR_SET_PDEATHSIG``); a block process
+ends when its requests do, which the system closes with its parent."""
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
@@ -52,11 +57,31 @@ def environment(tree: Path | None = None, gpu: str | None = None) -> dict[str, s
 
 def run_pytest(arguments: list[str], gpus: list[str | None]) -> int:
     """``python -m pytest ARGUMENTS`` here, on ``gpus`` (``[None]``: as this process sees
-    them), its output on this terminal; its exit status."""
+    them), its output on this terminal, ended if this process is killed; its exit status."""
     command = [sys.executable, "-m", "pytest", *arguments]
     visible = ",".join(gpu for gpu in gpus if gpu is not None) or None
-    with session(command, env=environment(gpu=visible)) as process:
+    with session(command, env=environment(gpu=visible), preexec_fn=ends_with_parent()) as process:
         return process.wait()
+
+
+PR_SET_PDEATHSIG = 1  # prctl's option: the signal a process gets when its parent thread ends
+
+
+def ends_with_parent():
+    """For ``Popen(preexec_fn=...)``: the child is sent SIGTERM when the thread that started it
+    ends (its process killed, even by SIGKILL), and ends at once if that happened already.
+    None where the system has no ``prctl`` (not Linux). The thread waits for the child."""
+    prctl = getattr(ctypes.CDLL(None, use_errno=True), "prctl", None)  # the C library's
+    if prctl is None:
+        return None
+    parent = os.getpid()
+
+    def set_death_signal() -> None:  # in the child, between fork and exec
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before the signal was set
+            os._exit(1)
+
+    return set_death_signal
 
 
 def start_server(tree: Path, gpu: str | None, log: Path) -> tuple[subprocess.Popen, int, int]:

@@ -129,10 +129,18 @@ def run_ab(options: AbOptions, err, cwd: Path | None = None,
     root = trees.repository_root(Path(cwd or Path.cwd()))
     commit = trees.resolve_commit(root, options.base_ref)
     if not options.same_allowed:
-        trees.refuse_the_tree_under_test(root, commit, options.base_ref, options.outputs)
-    journal.check_start(options.journal, options.resume)
-    tree = trees.state(root, options.outputs)
-    options.journal.mkdir(parents=True, exist_ok=True)
+        trees.refuse_the_tree_under_test(root, commit, options.base_ref)
+    with journal.only_one(options.journal):
+        journal.check_start(options.journal, options.resume)
+        tree = trees.state(root, options.outputs)
+        try:
+            options.journal.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise blocks.not_written(options.journal, error) from None
+        return _in_trees(options, root, commit, tree, err, clock)
+
+
+def _in_trees(options: AbOptions, root: Path, commit: str, tree: str, err, clock) -> AbRun:
     with trees.base_worktree(root, commit) as base:
         processes = Processes({A: base, B: root}, options.gpus, options.journal,
                               options.pytest_args)  # fmt: skip
@@ -176,11 +184,14 @@ def _run(options: AbOptions, processes, commit: str, tree: str, err, clock) -> A
         except KeyboardInterrupt:
             stopped = INTERRUPTED
             outcome = Outcome([engine.pairs_of(lane) for lane in range(len(lanes))], lanes)
-    if outcome.complete:
-        kept.finish()
-    else:
+    if not outcome.complete:
         stopped = stopped or TIME_LIMIT
-    return verdicts(outcome, both, judge(options), commit, stopped, only, used)
+    done = verdicts(outcome, both, judge(options), commit, stopped, only, used)
+    if done.stopped == TIME_LIMIT and not done.remaining:  # every case decided in time
+        done.stopped = None
+    if done.stopped is None:
+        kept.finish()
+    return done
 
 
 def judge(options: AbOptions) -> Callable[[list[Pair]], list[GateResult]]:
@@ -232,8 +243,10 @@ def as_json(run: AbRun, options: AbOptions) -> dict:
 
 def remaining_note(run: AbRun, journal_folder: Path) -> str | None:
     """One line for an A/B that stopped with cases undecided: how to continue."""
-    if run.stopped is None or not (run.remaining or run.stopped == INTERRUPTED):
+    if run.stopped is None:
         return None
+    if not run.remaining:
+        return f"the A/B was {run.stopped} once it had decided every case: all is written"
     return (f"the A/B stopped ({run.stopped}) with {len(run.remaining)} cases undecided; its "
             f"completed blocks are kept in {journal_folder}: run it again with --resume to "
             "continue")  # fmt: skip

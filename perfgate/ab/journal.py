@@ -7,24 +7,41 @@ line, then one line per completed block (lane, pair, tree, cases, the results fi
 the A/B's own process ids, which are not other processes on the GPU), then ``{"complete": true}``
 once the A/B ended. Each line is synced to disk before the next block starts. The block files
 are pytest-benchmark's ``--benchmark-json``, read through the store.
+
+One A/B at a time in a folder (``only_one``): a second one there is refused while the first
+holds the lock beside it (``ab-blocks.lock``), which the system releases when the first ends,
+even killed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.ab import AbError
-from perfgate.ab.blocks import without_our_processes
+from perfgate.ab.blocks import not_written, without_our_processes
 from perfgate.benchmark import Run
 from perfgate.store import StoreError, read_results
 
 NAME = "journal.jsonl"
 FORMAT = 1
 WHERE_ANY = ("gpus",)  # a plan resumed on other GPUs (another runner) is the same plan
+# what a plan's fields are, for the line that refuses to resume another A/B
+PLAN_FIELDS = {
+    "base_commit": "commit of A",
+    "lanes": "cases",
+    "blocks": "--blocks",
+    "more_blocks": "--more-blocks",
+    "pytest_args": "pytest arguments",
+    "rounds_per_block": "--rounds-per-block",
+}
+_held: set[Path] = set()  # the folders this process holds (``only_one``)
 
 
 @dataclass(frozen=True)
@@ -48,6 +65,53 @@ class Entry:
     block: Block
     run: Run
     seconds: float
+
+
+@contextlib.contextmanager
+def only_one(folder: Path) -> Iterator[None]:
+    """Within the block, this process is the only A/B (or nightly) in ``folder``: an exclusive
+    lock on ``folder``'s lock file beside it, released when the block ends or the process does
+    (even killed). AbError, one line, when another process holds it; held again by this process
+    (the nightly's A/B), it is already ours."""
+    key = folder.resolve()
+    if key in _held:
+        yield
+        return
+    lock = key.with_name(key.name + ".lock")
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:
+        raise AbError(
+            f"cannot write {lock}: {error.strerror}; give a results folder that can be written"
+        ) from None
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = os.pread(descriptor, 32, 0).decode("ascii", "replace").strip() or "?"
+            raise AbError(
+                f"another A/B (process {owner}) is running in {folder}: wait for it "
+                "to end, or give this one another results folder (--out or "
+                "--results)"
+            ) from None
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
+        _held.add(key)
+        try:
+            yield
+        finally:
+            _held.discard(key)
+    finally:
+        os.close(descriptor)  # releases the lock
+
+
+def unfinished(folder: Path) -> bool:
+    """Whether ``folder`` holds the journal of an A/B that did not end (``--resume`` continues
+    it)."""
+    path = folder / NAME
+    lines = _lines(path) if path.is_file() else []
+    return bool(lines) and not any(line.get("complete") for line in lines)
 
 
 def check_start(folder: Path, resume: bool) -> None:
@@ -76,11 +140,18 @@ class Journal:
         A/B's), else a new one (``check_start`` refused to drop an unfinished one)."""
         lines = _lines(folder / NAME) if resume else []
         if resume:
-            if not lines or not _same(lines[0].get("plan"), plan):
-                raise AbError(f"--resume: the A/B in {folder} is another one (other commits, "
-                              "cases or blocks); remove that folder and run without --resume "
-                              "to start over")  # fmt: skip
-            return cls(folder, plan, [_entry(folder, line) for line in lines[1:] if "pair" in line])
+            recorded = lines[0].get("plan") if lines else None
+            if not _same(recorded, plan):
+                raise AbError(
+                    f"--resume: {_difference(recorded, plan)}; or remove {folder} and "
+                    "run without --resume to start over"
+                )
+            entries = [
+                _entry(folder, number, line)
+                for number, line in enumerate(lines[1:], 2)
+                if "pair" in line
+            ]
+            return cls(folder, plan, entries)
         folder.mkdir(parents=True, exist_ok=True)
         for old in [folder / NAME, *folder.glob("lane*-pair*")]:
             old.unlink(missing_ok=True)
@@ -108,16 +179,27 @@ class Journal:
             self._append({"complete": True})
 
     def _append(self, line: dict) -> None:
-        with open(self.folder / NAME, "a", encoding="utf-8") as journal:
-            journal.write(json.dumps(line) + "\n")
-            journal.flush()
-            os.fsync(journal.fileno())
+        path = self.folder / NAME
+        try:
+            with open(path, "a", encoding="utf-8") as journal:
+                journal.write(json.dumps(line) + "\n")
+                journal.flush()
+                os.fsync(journal.fileno())
+        except OSError as error:
+            raise not_written(path, error) from None
 
 
 def _lines(path: Path) -> list[dict]:
     """The journal's lines; a last line cut short by a crash is left out."""
+    try:
+        content = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        why = error.strerror if isinstance(error, OSError) else f"not UTF-8 text: {error.reason}"
+        raise AbError(
+            f"the journal {path} is not readable ({why}): remove {path.parent} to start over"
+        ) from None
     found = []
-    for text in path.read_text(encoding="utf-8").splitlines():
+    for text in content.splitlines():
         try:
             line = json.loads(text)
         except ValueError:
@@ -131,16 +213,64 @@ def _lines(path: Path) -> list[dict]:
 def _same(recorded: object, plan: dict) -> bool:
     if not isinstance(recorded, dict):
         return False
-    strip = lambda p: {k: v for k, v in p.items() if k not in WHERE_ANY}  # noqa: E731
-    return strip(recorded) == json.loads(json.dumps(strip(plan)))
+    return _where_any_left_out(recorded) == json.loads(json.dumps(_where_any_left_out(plan)))
 
 
-def _entry(folder: Path, line: dict) -> Entry:
+def _where_any_left_out(plan: dict) -> dict:
+    return {key: value for key, value in plan.items() if key not in WHERE_ANY}
+
+
+def _difference(recorded: object, plan: dict) -> str:
+    """Why the A/B ``recorded`` in a journal is not ``plan``, and what to do, in words."""
+    if not isinstance(recorded, dict):
+        return "the journal holds no plan of an A/B"
+    plan = json.loads(json.dumps(plan))
+    if recorded.get("tree") != plan.get("tree"):
+        return (
+            "the tree under test is not as it was when the A/B began (a tracked or "
+            "untracked file changed): put it back as it was"
+        )
+    lanes, now = recorded.get("lanes"), plan.get("lanes")
+    if isinstance(lanes, list) and isinstance(now, list) and len(lanes) != len(now):
+        return (
+            f"the A/B ran on {len(lanes)} GPU lane(s), this one would run on {len(now)}: "
+            f"give --gpus {len(lanes)}"
+        )
+    changed = [words for key, words in PLAN_FIELDS.items() if recorded.get(key) != plan.get(key)]
+    return f"the A/B in the journal is another one (other {', '.join(changed) or 'plan'})"
+
+
+def _entry(folder: Path, number: int, line: dict) -> Entry:
+    """The completed block of the journal's line ``number``; AbError naming what is wrong."""
+    fields = {
+        "lane": int,
+        "pair": int,
+        "label": str,
+        "cases": list,
+        "file": str,
+        "seconds": (int, float),
+        "pids": list,
+    }
+    wrong = [
+        key
+        for key, kind in fields.items()
+        if isinstance(line.get(key), bool) or not isinstance(line.get(key), kind)
+    ]
+    if not wrong and Path(line["file"]).name != line["file"]:
+        wrong = ["file"]
+    if wrong:
+        raise AbError(
+            f"--resume: the journal in {folder} is damaged (line {number}: "
+            f"{', '.join(wrong)} missing or of the wrong kind); remove that folder to "
+            "start over"
+        )
     try:
         run = read_results(folder / line["file"])
-        block = Block(int(line["lane"]), int(line["pair"]), str(line["label"]),
-                      tuple(line["cases"]))  # fmt: skip
-        return Entry(block, without_our_processes(run, set(line["pids"])), float(line["seconds"]))
-    except (KeyError, TypeError, ValueError, StoreError) as error:
-        raise AbError(f"--resume: the journal in {folder} is damaged ({error}); remove that "
-                      "folder to start over") from None  # fmt: skip
+        block = Block(line["lane"], line["pair"], line["label"], tuple(map(str, line["cases"])))
+        pids = {int(pid) for pid in line["pids"]}
+        return Entry(block, without_our_processes(run, pids), float(line["seconds"]))
+    except (TypeError, ValueError, StoreError) as error:
+        raise AbError(
+            f"--resume: the journal in {folder} is damaged (line {number}: {error}); "
+            "remove that folder to start over"
+        ) from None

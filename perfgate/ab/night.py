@@ -120,7 +120,7 @@ def check_before_work(options: NightlyOptions, root: Path) -> list[gate_rows.Gat
     rows = read_gate(options.results) if options.confirm_only or options.resume else None
     if options.base_ref:
         commit = trees.resolve_commit(root, options.base_ref, "--base-ref")
-        trees.refuse_the_tree_under_test(root, commit, options.base_ref, options.results)
+        trees.refuse_the_tree_under_test(root, commit, options.base_ref)
     journal.check_start(options.journal, options.resume)
     shard_of(options.pytest_args)
     if "-n" in stored_comparison_command(options) and not importlib.util.find_spec("xdist"):
@@ -197,9 +197,13 @@ def verdict_status(night: policy.Night, gate: Path, err) -> int:
     if night.failing_tests or policy.failed(night.rows):
         return FAILED
     if night.stopped == INTERRUPTED or night.remaining:
-        print(f"perfgate nightly: the A/B stopped ({night.stopped}) with {len(night.remaining)} "
-              "cases undecided; what it decided is written; perfgate nightly --resume "
-              "continues it", file=err)  # fmt: skip
+        said = (
+            f"stopped ({night.stopped}) with {len(night.remaining)} cases undecided; what "
+            "it decided is written; perfgate nightly --resume continues it"
+            if night.remaining
+            else "was interrupted once it had decided every case; what it decided is written"
+        )
+        print(f"perfgate nightly: the A/B {said}", file=err)
         return INTERRUPTED_STATUS if night.stopped == INTERRUPTED else INCOMPLETE
     if policy.gated_nothing(night.rows):
         print(f"perfgate nightly: the night gated no case ({len(night.rows)} in {gate}); it "

@@ -6,8 +6,10 @@ Run by path in the child (``children.start_server``), never imported as ``perfga
 the tree's own ``perfgate`` (A's is older) is the one its sessions load. It imports only the
 standard library and pytest. Requests come one JSON line at a time on the file descriptor in
 argv[1]: ``{"args": [pytest arguments], "log": "path"}``; each is answered on argv[2] with
-``{"status": pytest's exit status}`` once the session ended, its output in ``log``. The process
-ends when the requests end (the parent closed them, or died).
+``{"status": pytest's exit status}`` once the session ended, its output in ``log``, or with
+``{"errno": N, "error": "...", "path": "..."}`` when the session could not write (a full disk),
+and then the process ends. The process ends when the requests end (the parent closed them, or
+died).
 
 What a session leaves for the next in this process, both trees alike: imported modules (the
 tests', torch's), the CUDA context, compiled kernels in memory (a case that measures a cold start
@@ -71,9 +73,15 @@ def remember_cpu_info() -> None:
 def serve(requests, replies) -> None:
     for line in requests:
         request = json.loads(line)
-        status = run_session(request["args"], request["log"])
-        replies.write(json.dumps({"status": status}) + "\n")
+        try:
+            answer = {"status": run_session(request["args"], request["log"])}
+        except OSError as error:  # its log or results could not be written: said by the parent
+            path = None if error.filename is None else str(error.filename)
+            answer = {"errno": error.errno, "error": error.strerror or str(error), "path": path}
+        replies.write(json.dumps(answer) + "\n")
         replies.flush()
+        if "error" in answer:
+            break
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import json
 import time
 from pathlib import Path
 
-from perfgate.ab import compare, gpus
+from perfgate.ab import blocks, compare, gpus
 from perfgate.arguments import add_count, add_test_paths, add_thresholds
 from perfgate.cli.command import Command
 from perfgate.cli.guard import CommandError
@@ -73,9 +73,12 @@ def run(options: compare.AbOptions, out_file: Path, out, err) -> int:
         only = ", ".join(f"{len(v)} only in {k}" for k, v in done.only.items() if v)
         raise CommandError("no case ran in both trees" + (f" ({only})" if only else "") +
                            ": check --tests, -k and the pytest arguments")  # fmt: skip
-    out_file.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(compare.as_json(done, options), indent=2, allow_nan=False)
-    out_file.write_text(text + "\n", encoding="utf-8")
+    try:
+        out_file.parent.mkdir(parents=True, exist_ok=True)
+        out_file.write_text(text + "\n", encoding="utf-8")
+    except OSError as error:  # a full disk: the blocks are kept, --resume writes it again
+        raise blocks.not_written(out_file, error) from None
     print(f"A = {options.base_ref} ({done.commit[:12]}), B = this tree as it is on disk; "
           f"{options.blocks} counterbalanced block pairs (A B, B A, ...)", file=out)  # fmt: skip
     print(table(done.results), file=out)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from perfgate.ab import fanin, gpus, night
+from perfgate.ab import AbError, fanin, gpus, journal, night
 from perfgate.arguments import add_count, add_fraction, add_test_paths
 from perfgate.benchmark import Run
 from perfgate.cli.ab import add_run_options, test_paths, time_limit
@@ -38,7 +38,7 @@ class Nightly(Command):
              "[--blocks B] [--more-blocks M] [--gpus G] [--time-limit T] [--resume] "
              "[--shards DIR ...] [-- PYTEST_ARG ...]")  # fmt: skip
     takes_pytest_args = True
-    interrupted = "the base worktree was removed; --resume continues"
+    interrupted = "nothing was decided"  # the night's own line says more (``run``)
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
@@ -92,4 +92,22 @@ def gate_baseline(wanted: str | None, key: str | None) -> Run:
 def run(args, pytest_args: list[str], out, err) -> int:
     if args.shards:
         return fanin.fan_in(args.shards, args.results, out, err)
-    return night.run_nightly(options_from(args, pytest_args), out, err)
+    options = options_from(args, pytest_args)
+    with journal.only_one(options.journal):  # one night (or A/B) in a results folder at a time
+        try:
+            return night.run_nightly(options, out, err)
+        except KeyboardInterrupt:  # before the A/B's blocks (that one writes what it decided)
+            raise CommandError(
+                interrupted(options.journal), night.INTERRUPTED_STATUS, "interrupted"
+            ) from None
+
+
+def interrupted(folder: Path) -> str:
+    """What an interrupt left: an A/B's journal to resume, or nothing to continue."""
+    try:
+        kept = journal.unfinished(folder)
+    except AbError:
+        kept = False
+    if kept:
+        return f"the A/B's completed blocks are kept in {folder}: --resume continues it"
+    return "nothing to resume: run the night again"

@@ -69,14 +69,15 @@ class Hardware:
         """The run a RUN argument names; an existing path needs no hardware folder."""
         if Path(argument).is_file():
             return store.load(Path(argument))
-        return store.load(store.resolve(argument, self.folder))
+        return store.load(store.resolve(argument, self.folder, self.root.per_hardware))
 
     def runs(self) -> list[Run]:
         """The folder's runs, oldest first by recorded datetime; NoSuchRun when there are none."""
         runs = store.saved_runs(self.folder)
         if not runs:
             raise store.NoSuchRun(
-                f"{store.no_runs_message(self.folder)}; {store.SAVE_HINT}, pick another "
+                f"{store.no_runs_message(self.folder, self.root.per_hardware)}; "
+                f"{store.SAVE_HINT}, pick another "
                 "folder with --hardware KEY or --baselines DIR, or pass run files' paths"
             )
         return runs

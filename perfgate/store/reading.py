@@ -105,7 +105,11 @@ def migrated(data: dict, path: Path | None) -> dict:
 
 
 def _restore(path: Path) -> str:
-    return f"restore it from git (`git checkout -- {path}`) or move it out of the store"
+    """What to do with a run that cannot be read: a store's run (``NNNN_name.json``) may be in
+    git; another file (``--benchmark-json``'s, an A/B's block) is written again."""
+    if RUN_FILE.match(path.name):
+        return f"restore it from git (`git checkout -- {path}`) or move it out of the store"
+    return "write it again (run what wrote it), or pass another file"
 
 
 def run_files(folder: Path) -> list[Path]:
@@ -170,15 +174,20 @@ def hardware_keys(root: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir() and run_files(p))
 
 
-def no_runs_message(folder: Path) -> str:
+def no_runs_message(folder: Path, per_hardware: bool = True) -> str:
+    """Where no saved run was found: a hardware folder of a baseline root (and which keys have
+    runs there), or a store without hardware folders (pytest-benchmark's own)."""
+    if not per_hardware:
+        return f"no saved run in {folder}"
     keys = hardware_keys(folder.parent)
     others = f"keys with runs there: {', '.join(keys)}" if keys else "it has no runs at all"
     return f"no baseline for this hardware ({folder.name}) in {folder.parent} ({others})"
 
 
-def resolve(argument: str, folder: Path) -> Path:
+def resolve(argument: str, folder: Path, per_hardware: bool = True) -> Path:
     """The run file a RUN argument names: an existing path, or a run number (``3``, ``0003``)
-    or a name fragment (``h100-full``) that names exactly one run in the hardware ``folder``."""
+    or a name fragment (``h100-full``) that names exactly one run in the hardware ``folder``
+    (``per_hardware``), or in a store without hardware folders."""
     path = Path(argument)
     if path.is_file():
         return path
@@ -189,7 +198,9 @@ def resolve(argument: str, folder: Path) -> Path:
         )
     files = sorted(run_files(folder), key=lambda p: (number_of(p), str(p)))
     if not files:
-        raise NoSuchRun(f"{no_runs_message(folder)}; {SAVE_HINT}, or pass a run file's path")
+        raise NoSuchRun(
+            f"{no_runs_message(folder, per_hardware)}; {SAVE_HINT}, or pass a run file's path"
+        )
     hits = [p for p in files if _names(p, argument)]
     if len(hits) == 1:
         return hits[0]
