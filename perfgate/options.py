@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from perfgate.verdict.thresholds import ThresholdSpec  # the type of a threshold given
 
 GATE_REPORT = "perfgate-results/gate.md"
+FIRST_NAME = "first"  # the name of the run --perf-first-baseline saves
 DEFAULT_CALLGRIND_REPEATS = 3
 DEFAULT_CALLGRIND_LAYOUTS = 3  # counting processes, each with another heap layout (callgrind.py)
 # set in the environment of a callgrind counting process (measure.callgrind): its spec.json
@@ -41,6 +42,7 @@ MARKERS = (
 # option destination -> its default: a session that gives any other value asked for perfgate
 DEFAULTS = {
     "perf_gate": False,
+    "perf_first_baseline": False,
     "perf_gate_threshold": [],
     "perf_gate_report": GATE_REPORT,
     "perf_baselines": None,
@@ -84,6 +86,13 @@ def _add_gate(group) -> None:
         action="store_true",
         help="gate on the newest saved run (implies --benchmark-compare): fail on confirmed, "
         "significant regressions (exit 1); exit 6 when nothing could be gated",
+    )
+    group.addoption(
+        "--perf-first-baseline",
+        action="store_true",
+        help="with --perf-gate, where this hardware has no baseline yet: save this run as the "
+        f"first ('{FIRST_NAME}', as --benchmark-save would) and exit 0, not 8; where it has "
+        "one, this saves nothing. For a local run or the first run of a CI job",
     )
     add_thresholds(
         group.addoption,
@@ -196,6 +205,7 @@ class Options:
     """The ``--perf-*`` options of one session, read once (``read``) when it asked for perfgate."""
 
     gate: bool = False
+    first_baseline: bool = False  # --perf-first-baseline: no baseline yet saves this run, exit 0
     thresholds: tuple[ThresholdSpec, ...] = ()  # checked at the door, as the user wrote them
     report: Path = Path(GATE_REPORT)
     measure: str = "time"
@@ -226,6 +236,7 @@ def read(config: pytest.Config) -> Options:
     given = _real(Path(option.perf_baselines).expanduser()) if option.perf_baselines else None
     return Options(
         gate=bool(option.perf_gate),
+        first_baseline=bool(option.perf_first_baseline),
         thresholds=tuple(option.perf_gate_threshold or ()),
         report=Path(option.perf_gate_report),
         measure=option.perf_measure,

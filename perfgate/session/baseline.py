@@ -21,7 +21,7 @@ import pytest
 from perfgate import _pytest_benchmark, store
 from perfgate import format as fmt
 from perfgate.benchmark import Run
-from perfgate.options import Options
+from perfgate.options import FIRST_NAME, Options
 from perfgate.store import baseline
 from perfgate.store import schema as run_schema
 
@@ -180,7 +180,10 @@ def choose(config: pytest.Config, key: str, read: Options) -> BaselineChoice:
             wanted, folder, _no_runs(config, choice, read), read.instructions
         )
     except store.StoreError as error:
-        if gate and isinstance(error, store.NoSuchRun) and not wanted and saving_requested(config):
+        first = saving_requested(config) or read.first_baseline
+        if gate and isinstance(error, store.NoSuchRun) and not wanted and first:
+            if not saving_requested(config):  # --perf-first-baseline
+                config.option.benchmark_save = FIRST_NAME
             choice.first = str(error).split("; ")[0]  # the gate's first run: save, nothing to gate
             return choice
         if gate:
