@@ -13,9 +13,7 @@ in ``perfgate.arguments``, for pytest and the commands alike, and checked at the
 
 from __future__ import annotations
 
-import argparse
 import os
-import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,13 +21,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from perfgate.arguments import add_baselines, add_count, add_thresholds
+from perfgate.arguments import add_baselines, add_count, add_thresholds, variable_name
 
 if TYPE_CHECKING:
     from perfgate.verdict.thresholds import ThresholdSpec  # the type of a threshold given
 
 GATE_REPORT = "perfgate-results/gate.md"
-FIRST_NAME = "first"  # the name of the run --perf-first-baseline saves
 DEFAULT_CALLGRIND_REPEATS = 3
 DEFAULT_CALLGRIND_LAYOUTS = 3  # counting processes, each with another heap layout (callgrind.py)
 # set in the environment of a callgrind counting process (measure.callgrind): its spec.json
@@ -90,9 +87,8 @@ def _add_gate(group) -> None:
     group.addoption(
         "--perf-first-baseline",
         action="store_true",
-        help="with --perf-gate, where this hardware has no baseline yet: save this run as the "
-        f"first ('{FIRST_NAME}', as --benchmark-save would) and exit 0, not 8; where it has "
-        "one, this saves nothing. For a local run or the first run of a CI job",
+        help="with --perf-gate where this hardware has no baseline yet: save this run as the "
+        "first (NNNN_first.json) and exit 0, not 8; where it has one, this saves nothing",
     )
     add_thresholds(
         group.addoption,
@@ -141,7 +137,7 @@ def _add_measure(group) -> None:
         action="append",
         default=[],
         metavar="NAME",
-        type=_variable_name,
+        type=variable_name,
         help="a variable of this environment the counting processes also get (repeat for more); "
         "they run in an environment of their own, the same in every session, so a variable "
         "the tests read (a project's switch) must be named here",
@@ -170,12 +166,6 @@ def _add_shard(group) -> None:
         help="run part I of N of the collected cases (one CI runner of N), balanced by the "
         "durations in the newest saved run; join the parts with `perfgate merge`",
     )
-
-
-def _variable_name(text: str) -> str:
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):
-        raise argparse.ArgumentTypeError(f"{text!r}: an environment variable's name, e.g. MY_FLAG")
-    return text
 
 
 def counting_spec() -> str | None:

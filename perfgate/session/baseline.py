@@ -21,12 +21,13 @@ import pytest
 from perfgate import _pytest_benchmark, store
 from perfgate import format as fmt
 from perfgate.benchmark import Run
-from perfgate.options import FIRST_NAME, Options
+from perfgate.options import Options
 from perfgate.store import baseline
 from perfgate.store import schema as run_schema
 
 GATE_NOT_RUN = 6  # exit status: the gate could not run or gated nothing (docs: exit codes)
 FIRST_BASELINE = 8  # exit status: no baseline yet; this gated session saved the first one
+FIRST_NAME = "first"  # the name of the run --perf-first-baseline saves
 
 
 class GateCannotRun(Exception):
