@@ -57,6 +57,13 @@ def test_the_products_text_names_no_session_issue_or_machine_it_was_built_on():
     assert product_lines() == []
 
 
+def test_the_package_describes_the_product():
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["description"].startswith("A performance regression gate for pytest-benchmark")
+    assert project["dynamic"] == ["version"]  # from the git tag (setuptools-scm)
+
+
 def test_the_check_finds_a_session_named_in_the_text():
     assert NOT_PRODUCT.search("measured in Session 13 on the 2-core VM")
     assert not NOT_PRODUCT.search("the gate re-runs a case in the same session")
