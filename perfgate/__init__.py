@@ -1,6 +1,11 @@
 """perfgate: a pytest-benchmark harness that times PyTorch work correctly and gates regressions."""
 
-__version__ = "0.1.0"
+from importlib import metadata
+
+try:  # the installed distribution's version: from the git tag it was built at (setuptools-scm)
+    __version__ = metadata.version("perfgate")
+except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+    __version__ = "0+unknown"
 __all__ = ["Ratio"]
 
 

@@ -9,6 +9,7 @@ child process as it was. Imports nothing of perfgate until a value is given.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -91,3 +92,10 @@ def at_least(least: int) -> Callable[[str], int]:
         return number
 
     return count
+
+
+def variable_name(text: str) -> str:
+    """An environment variable's name (``--perf-callgrind-env NAME``), checked at the door."""
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):
+        raise argparse.ArgumentTypeError(f"{text!r}: an environment variable's name, e.g. MY_FLAG")
+    return text

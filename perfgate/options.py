@@ -13,9 +13,7 @@ in ``perfgate.arguments``, for pytest and the commands alike, and checked at the
 
 from __future__ import annotations
 
-import argparse
 import os
-import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from perfgate.arguments import add_baselines, add_count, add_thresholds
+from perfgate.arguments import add_baselines, add_count, add_thresholds, variable_name
 
 if TYPE_CHECKING:
     from perfgate.verdict.thresholds import ThresholdSpec  # the type of a threshold given
@@ -41,6 +39,7 @@ MARKERS = (
 # option destination -> its default: a session that gives any other value asked for perfgate
 DEFAULTS = {
     "perf_gate": False,
+    "perf_first_baseline": False,
     "perf_gate_threshold": [],
     "perf_gate_report": GATE_REPORT,
     "perf_baselines": None,
@@ -84,6 +83,12 @@ def _add_gate(group) -> None:
         action="store_true",
         help="gate on the newest saved run (implies --benchmark-compare): fail on confirmed, "
         "significant regressions (exit 1); exit 6 when nothing could be gated",
+    )
+    group.addoption(
+        "--perf-first-baseline",
+        action="store_true",
+        help="with --perf-gate where this hardware has no baseline yet: save this run as the "
+        "first (NNNN_first.json) and exit 0, not 8; where it has one, this saves nothing",
     )
     add_thresholds(
         group.addoption,
@@ -132,7 +137,7 @@ def _add_measure(group) -> None:
         action="append",
         default=[],
         metavar="NAME",
-        type=_variable_name,
+        type=variable_name,
         help="a variable of this environment the counting processes also get (repeat for more); "
         "they run in an environment of their own, the same in every session, so a variable "
         "the tests read (a project's switch) must be named here",
@@ -163,12 +168,6 @@ def _add_shard(group) -> None:
     )
 
 
-def _variable_name(text: str) -> str:
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):
-        raise argparse.ArgumentTypeError(f"{text!r}: an environment variable's name, e.g. MY_FLAG")
-    return text
-
-
 def counting_spec() -> str | None:
     """The spec of this process where it is a callgrind counting process; None elsewhere."""
     return os.environ.get(COUNTING_SPEC)
@@ -196,6 +195,7 @@ class Options:
     """The ``--perf-*`` options of one session, read once (``read``) when it asked for perfgate."""
 
     gate: bool = False
+    first_baseline: bool = False  # --perf-first-baseline: no baseline yet saves this run, exit 0
     thresholds: tuple[ThresholdSpec, ...] = ()  # checked at the door, as the user wrote them
     report: Path = Path(GATE_REPORT)
     measure: str = "time"
@@ -226,6 +226,7 @@ def read(config: pytest.Config) -> Options:
     given = _real(Path(option.perf_baselines).expanduser()) if option.perf_baselines else None
     return Options(
         gate=bool(option.perf_gate),
+        first_baseline=bool(option.perf_first_baseline),
         thresholds=tuple(option.perf_gate_threshold or ()),
         report=Path(option.perf_gate_report),
         measure=option.perf_measure,

@@ -178,6 +178,7 @@ class Asked:
         instruction_cases.record(pyfuncitem, self.state.options)
         return True
 
+    @pytest.hookimpl(trylast=True)  # after pytest-benchmark's tables: the verdicts end the output
     def pytest_terminal_summary(self, terminalreporter) -> None:
         lines = self.state.gate.summary() if self.state.gate is not None else []
         if lines:

@@ -56,8 +56,10 @@ def test_compare_defaults_to_the_newest_two_runs_and_sorts_by_severity():
         assert cells[3:] == ["-", "-", "not gated", reason, "10.0% (default 10%)"]
     order = ["unconfirmed", "not gated", "new", "not run", "unchanged"]
     assert sorted(verdicts, key=order.index) == verdicts
-    counts = "15 gated (1 unconfirmed, 14 unchanged); 6 not gated (2 too few rounds to decide); "
+    counts = "15 gated (1 unconfirmed, 14 unchanged); "
+    counts += "6 not gated (4 host-bound, 2 too few rounds to decide); "
     assert counts + "1 new; 1 not run" in out
+    assert "\n1 unconfirmed: compare cannot re-run a case, so it cannot confirm a regression" in out
 
 
 def test_compare_by_run_number_and_name_fragment_same_environment():

@@ -230,6 +230,20 @@ def test_the_first_gated_save_records_the_baseline_and_says_nothing_to_gate_yet(
     assert "perfgate gate against" in output_of(second)
 
 
+def test_perf_first_baseline_saves_the_first_run_exits_0_and_then_only_gates(project):
+    first = run(project, "--perf-gate", "--perf-first-baseline")
+    output = output_of(first)
+    assert first.ret == 0, output
+    assert "perfgate gate: nothing to gate yet: no" in output and "(exit 0)" in output
+    [saved] = runs_in(project.path / ".benchmarks")
+    assert saved.name.endswith("_first.json")
+    second = run(project, "--perf-gate", "--perf-first-baseline")
+    assert second.ret == 0, output_of(second)
+    output = output_of(second)
+    assert output.index("Legend:") < output.index("perfgate gate against")  # the verdicts last
+    assert runs_in(project.path / ".benchmarks") == [saved]  # a baseline there: nothing saved
+
+
 def test_the_hint_of_a_gate_without_a_baseline_leads_to_a_gateable_one(project):
     result = run(project, "--perf-gate")
     output = output_of(result)

@@ -25,6 +25,12 @@ from perfgate.verdict.judge import GateResult, Verdict, judge
 from perfgate.verdict.thresholds import DEFAULT_ALPHA, Thresholds, parse_thresholds
 
 ENVIRONMENT_KEYS = ("torch", "triton", "cuda", "cudnn", "driver", "python")
+# what compare cannot do: a case slower in one pass stays unconfirmed here (exit 0 all the same)
+UNCONFIRMED = (
+    "unconfirmed: compare cannot re-run a case, so it cannot confirm a regression; the gate "
+    "re-ran these, and its verdict is in the gate.json it wrote beside its summary "
+    "(perfgate-results/ by default); to confirm them across sessions: perfgate ab"
+)
 
 
 def compare_results(
@@ -120,7 +126,10 @@ def compare_text(a: Run, b: Run, thresholds: Thresholds, patterns: Sequence[str]
         earlier = ", ".join(run.path.name for run in members[:-1])
         lines.append(f"A is compared as a baseline set with {earlier} (as the gate does)")
     lines = [f"- {fmt.markdown(line)}" if markdown else fmt.terminal(line) for line in lines]
-    return "\n".join([*lines, "", table, "", f"{summary.counts(results)} ({rule})", ""])
+    tail = [f"{summary.counts(results)} ({rule})"]
+    if unconfirmed := sum(r.verdict is Verdict.UNCONFIRMED for r in results):
+        tail.append(f"{unconfirmed} {UNCONFIRMED}")
+    return "\n".join([*lines, "", table, "", *tail, ""])
 
 
 def compare_json(a: Run, b: Run, thresholds: Thresholds, patterns: Sequence[str]) -> str:

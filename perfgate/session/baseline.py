@@ -27,6 +27,7 @@ from perfgate.store import schema as run_schema
 
 GATE_NOT_RUN = 6  # exit status: the gate could not run or gated nothing (docs: exit codes)
 FIRST_BASELINE = 8  # exit status: no baseline yet; this gated session saved the first one
+FIRST_NAME = "first"  # the name of the run --perf-first-baseline saves
 
 
 class GateCannotRun(Exception):
@@ -180,7 +181,10 @@ def choose(config: pytest.Config, key: str, read: Options) -> BaselineChoice:
             wanted, folder, _no_runs(config, choice, read), read.instructions
         )
     except store.StoreError as error:
-        if gate and isinstance(error, store.NoSuchRun) and not wanted and saving_requested(config):
+        first = saving_requested(config) or read.first_baseline
+        if gate and isinstance(error, store.NoSuchRun) and not wanted and first:
+            if not saving_requested(config):  # --perf-first-baseline
+                config.option.benchmark_save = FIRST_NAME
             choice.first = str(error).split("; ")[0]  # the gate's first run: save, nothing to gate
             return choice
         if gate:

@@ -6,7 +6,8 @@ main loop. The gate never changes a run it judged: what it learns after judging 
 profiles) makes a new ``Run`` (``with_info``).
 
 Exit status: 1 for a confirmed regression; GATE_NOT_RUN (6) when the gate could not run or gated
-nothing, with one line saying why and what to do.
+nothing, with one line saying why and what to do; FIRST_BASELINE (8) when it saved the first
+baseline (0 with ``--perf-first-baseline``).
 """
 
 from __future__ import annotations
@@ -92,10 +93,10 @@ class GateSession:
         """Before the run (after -k/-m and shard selection): something to gate, or ``problem``
         and no items; or, with no baseline yet and a save asked, the first baseline to record."""
         if self.choice.first:
+            status = f"exit {0 if self.options.first_baseline else FIRST_BASELINE}"
             self.lines = [
                 f"perfgate gate: nothing to gate yet: {self.choice.first}; this run is saved as "
-                f"the first baseline, which the next --perf-gate compares with (exit "
-                f"{FIRST_BASELINE})"
+                f"the first baseline, which the next --perf-gate compares with ({status})"
             ]
             return
         known = set()
@@ -237,7 +238,7 @@ class GateSession:
         if session.exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.USAGE_ERROR):
             return
         if self.choice.first:  # a failed test, or a save that failed (7), says more than 8
-            if session.exitstatus == pytest.ExitCode.OK:
+            if session.exitstatus == pytest.ExitCode.OK and not self.options.first_baseline:
                 session.exitstatus = FIRST_BASELINE
             return
         if self.problem:

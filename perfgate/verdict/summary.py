@@ -35,17 +35,17 @@ def environment_difference(baseline: Run, current: Run) -> list[tuple[str, str, 
 
 
 def counts(results: list[GateResult]) -> str:
-    """'12 gated (1 regression, 11 unchanged); 2 not gated (1 too few rounds to decide); 1 new;
-    3 not run'."""
+    """'12 gated (1 regression, 11 unchanged); 2 not gated (1 too noisy, 1 too few rounds to
+    decide); 1 new; 3 not run': every reason a case is not gated, counted."""
     gated = [r for r in results if r.verdict.gated]
     by_verdict = {v: sum(r.verdict is v for r in results) for v in Verdict}
     inside = ", ".join(f"{by_verdict[v]} {v}" for v in Verdict if v.gated and by_verdict[v])
     parts = [f"{len(gated)} gated" + (f" ({inside})" if inside else "")]
-    few = sum(r.reason is Reason.TOO_FEW_ROUNDS for r in results)
+    by_reason = {why: sum(r.reason is why for r in results) for why in Reason}
+    reasons = ", ".join(f"{n} {why}" for why, n in by_reason.items() if n)
     for verdict in (Verdict.NOT_GATED, Verdict.NEW, Verdict.NOT_RUN):
         if by_verdict[verdict]:
-            few_words = f" ({few} {Reason.TOO_FEW_ROUNDS})"
-            why = few_words if verdict is Verdict.NOT_GATED and few else ""
+            why = f" ({reasons})" if verdict is Verdict.NOT_GATED and reasons else ""
             parts.append(f"{by_verdict[verdict]} {verdict}{why}")
     return "; ".join(parts)
 
