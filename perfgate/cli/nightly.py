@@ -28,6 +28,7 @@ from perfgate.cli.ab import add_run_options, test_paths, time_limit
 from perfgate.cli.command import Command
 from perfgate.cli.guard import CommandError
 from perfgate.cli.runs import Hardware
+from perfgate.stats import MIN_PAIRS
 from perfgate.verdict import nightly as policy
 
 
@@ -64,7 +65,7 @@ class Nightly(Command):
         add_fraction(parser.add_argument, "--screen", night.SCREEN,
                      "stored change that sends a gated case to the A/B")  # fmt: skip
         add_fraction(parser.add_argument, "--target", night.TARGET, "the A/B's threshold")
-        add_count(parser.add_argument, "--blocks", 3, 2, "A/B block pairs", "B")
+        add_count(parser.add_argument, "--blocks", 3, MIN_PAIRS, "A/B block pairs", "B")
         add_count(parser.add_argument, "--more-blocks", night.MORE_BLOCKS, 0,
                   "more block pairs for the cases left undecided", "M")  # fmt: skip
         parser.add_argument("--undecided", choices=policy.UNDECIDED_POLICIES, default="warn",

@@ -14,7 +14,7 @@ medians within about +-1 %), compile-heavy ResNet-18 cases 6 % (3 pairs of them 
 interval of [0.885, 1.335] on unchanged code). Rounds: 20 a block, 2 % round noise. A pair's
 shared drift: up to +-10 %.
 
-Usage: python simulate.py [--nights N] [--seed S] [--json OUT]
+Usage: python simulate.py [--nights N] [--seed S] [--more M] [--json OUT]
 """
 
 from __future__ import annotations
@@ -74,14 +74,14 @@ def _judge(pairs: list, cases: int) -> list:
         return judge_blocks(pairs, thresholds, None)
 
 
-def night(rng, cases: dict[str, tuple[float, float]]) -> dict[str, Verdict]:
+def night(rng, cases: dict[str, tuple[float, float]], more: int = MORE) -> dict[str, Verdict]:
     """One night's A/B of ``cases`` (name -> (change, sigma)): ``BLOCKS`` pairs of every case,
     ``MORE`` more of those left undecided, all judged together as the A/B's last word."""
     pairs = _pairs(rng, cases, 0, BLOCKS)
     first = _judge(pairs, len(cases))
     again = {r.name: cases[r.name] for r in first if _undecided(r)}
-    if again and MORE:
-        pairs += _pairs(rng, again, BLOCKS, MORE)
+    if again and more:
+        pairs += _pairs(rng, again, BLOCKS, more)
         first = _judge(pairs, len(cases))
     return {r.name: r.verdict for r in first}
 
@@ -93,7 +93,7 @@ def bounds(hits: int, total: int) -> tuple[float, float]:
     return low, high
 
 
-def simulate(nights: int, seed: int) -> dict:
+def simulate(nights: int, seed: int, more: int = MORE) -> dict:
     """Null nights (every case unchanged) and injected ones (some kernels slower by 3, 3.5, 4,
     5 %): per kind of case, how many decisions said regression, undecided, unchanged."""
     rng = np.random.default_rng(seed)
@@ -110,7 +110,7 @@ def simulate(nights: int, seed: int) -> dict:
         # a null night like the 2-GPU one: 20 kernels and 4 compile-heavy cases to the A/B
         cases = {f"k::kernel{i}": (1.0, KERNEL) for i in range(20)}
         cases |= {f"r::resnet{i}": (1.0, RESNET) for i in range(4)}
-        verdicts = night(rng, cases)
+        verdicts = night(rng, cases, more)
         for name, verdict in verdicts.items():
             count("null, kernels" if name.startswith("k::") else "null, ResNet", verdict)
         for row in ("null, kernels", "null, ResNet"):
@@ -125,22 +125,23 @@ def simulate(nights: int, seed: int) -> dict:
                 continue  # a quarter of the nights: enough changed cases for the rates
             cases = {f"k::kernel{i}": (change if i < 10 else 1.0, KERNEL) for i in range(56)}
             cases |= {f"r::resnet{i}": (1.0, RESNET) for i in range(14)}
-            for name, verdict in night(rng, cases).items():
+            for name, verdict in night(rng, cases, more).items():
                 if name.startswith("k::") and int(name[9:]) < 10:
                     count(f"kernels +{(change - 1) * 100:g} %", verdict)
     return tally
 
 
 def table(tally: dict) -> list[str]:
-    lines = ["| cases | decisions | regression (95 % bounds) | undecided | unchanged |",
-             "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    lines = ["| cases | decisions | regression (95 % bounds) | undecided | unchanged | nights "
+             "with a false alarm |", "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
     for row, cell in tally.items():
         total = sum(cell[k] for k in ("regression", "undecided", "unchanged", "other"))
         low, high = bounds(cell["regression"], total)
         rate = cell["regression"] / total
+        nights = f"{cell['nights failed']} of {cell['nights']}" if cell["nights"] else "-"
         lines.append(
             f"| {row} | {total} | {rate:.1%} [{low:.1%}, {high:.1%}] | "
-            f"{cell['undecided'] / total:.1%} | {cell['unchanged'] / total:.1%} |"
+            f"{cell['undecided'] / total:.1%} | {cell['unchanged'] / total:.1%} | {nights} |"
         )
     return lines
 
@@ -149,9 +150,10 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nights", type=int, default=40)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--more", type=int, default=MORE, help="pairs for the undecided")
     parser.add_argument("--json", help="write the tally here")
     args = parser.parse_args(argv)
-    tally = simulate(args.nights, args.seed)
+    tally = simulate(args.nights, args.seed, args.more)
     print("\n".join(table(tally)))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as stream:
