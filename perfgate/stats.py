@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -24,9 +24,9 @@ from perfgate.format import fmt_percent, fmt_time
 # and even with 3 rounds on each side the smallest possible one-sided Mann-Whitney p-value is
 # 1/20 = 0.05; reaching p < 0.01 takes at least 5 rounds on each side (1/252).
 MIN_ROUNDS = 3
-# Paired blocks (perfgate ab): the t-test needs 3 pairs; 2 pairs can still show a slowdown that
-# every pair agrees on (verdict.rules decides on them without a test).
-MIN_PAIRS = 2
+# Paired blocks (perfgate ab): the t-test needs 3 pairs, and nothing decides on fewer: two pairs
+# of blocks that scatter by +-30 % both read "slower" one time in four (verdict.time_change).
+MIN_PAIRS = MIN_ROUNDS
 
 # The ratio interval reported when there are too few rounds: "anything is possible".
 UNBOUNDED_INTERVAL = (0.0, math.inf)
@@ -215,6 +215,15 @@ class Comparison:
     round_ratio_high: float = math.inf
     paired: bool = False
     fastest_ratio: float = math.nan
+    tested: int = 1  # cases tested together (``tested_together``): the p-values are adjusted
+    p_raw: float | None = None  # the slower p-value before that adjustment
+
+    @property
+    def p_words(self) -> str:
+        """'p=0.0042', or 'p=0.36 (0.0042 alone, 86 cases tested together)'."""
+        if self.tested <= 1 or self.p_raw is None:
+            return f"p={self.p_value:.2g}"
+        return f"p={self.p_value:.2g} ({self.p_raw:.2g} alone, {self.tested} cases tested together)"
 
     @property
     def rounds(self) -> str:
@@ -274,6 +283,23 @@ def compare_samples(
         round_ratio_low=float(curr.min() / base.max()),
         round_ratio_high=float(curr.max() / base.min()),
         fastest_ratio=float(curr.min() / base.min()),
+    )
+
+
+def tested_together(comparison: Comparison, cases: int) -> Comparison:
+    """``comparison`` as one of ``cases`` tested together (a session's or an A/B's cases): its
+    p-values multiplied by ``cases`` (Bonferroni), so that the chance of any false alarm among
+    them stays at most the significance level, however many cases are tested. The smallest
+    p-value the counts can give grows with them; ``p_raw`` keeps the case's own."""
+    if cases <= 1:
+        return comparison
+    return replace(
+        comparison,
+        p_value=min(1.0, comparison.p_value * cases),
+        p_value_faster=min(1.0, comparison.p_value_faster * cases),
+        smallest_p=min(1.0, comparison.smallest_p * cases),
+        tested=cases,
+        p_raw=comparison.p_value,
     )
 
 

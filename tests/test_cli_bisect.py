@@ -223,5 +223,5 @@ def test_judge_decides_by_the_gates_time_rule(tmp_path, current, verdict, unclea
     assert cases[0]["name"] == "test_wait"
     assert _unclear(cases) == unclear
     if unclear:
-        assert cases[0]["verdict"] == "not gated"
-        assert cases[0]["message"].startswith("not gated: too few rounds to decide (6 baseline")
+        assert cases[0]["verdict"] == "undecided"
+        assert cases[0]["message"].startswith("undecided: too few rounds to decide (6 baseline")

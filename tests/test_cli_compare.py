@@ -46,19 +46,18 @@ def test_compare_defaults_to_the_newest_two_runs_and_sorts_by_severity():
         "not run", "in the baseline, not run this time"]  # fmt: skip
     assert rows["test_linear[cuda-4096x4096-1-mxint8_fused-bf16]"][VERDICT:] == [
         "new", "new benchmark: not in the baseline"]  # fmt: skip
-    # two cold-start rounds per run: medians only, no significance, not gated with the reason
+    # two cold-start rounds per run: medians only, no significance, undecided with the reason
     calls = {name: cells for name, cells in rows.items() if name.startswith("test_resnet18_calls")}
     assert len(calls) == 2
     for cells in calls.values():
         reason = (
-            "not gated: too few rounds to decide (2 baseline and 2 current rounds, needs 3 a side)"
+            "undecided: too few rounds to decide (2 baseline and 2 current rounds, needs 3 a side)"
         )
-        assert cells[3:] == ["-", "-", "not gated", reason, "10.0% (default 10%)"]
-    order = ["unconfirmed", "not gated", "new", "not run", "unchanged"]
+        assert cells[3:] == ["-", "-", "undecided", reason, "10.0% (default 10%)"]
+    order = ["unconfirmed", "undecided", "not gated", "new", "not run", "unchanged"]
     assert sorted(verdicts, key=order.index) == verdicts
-    counts = "15 gated (1 unconfirmed, 14 unchanged); "
-    counts += "6 not gated (4 host-bound, 2 too few rounds to decide); "
-    assert counts + "1 new; 1 not run" in out
+    counts = "15 gated (1 unconfirmed, 14 unchanged); 2 undecided (2 too few rounds to decide); "
+    assert counts + "4 not gated (4 host-bound); 1 new; 1 not run" in out
     assert "\n1 unconfirmed: compare cannot re-run a case, so it cannot confirm a regression" in out
 
 
@@ -68,7 +67,7 @@ def test_compare_by_run_number_and_name_fragment_same_environment():
     assert "environment: same (torch 2.11.0+cu130, triton 3.6.0, cuda 13.0" in out
     assert "driver 580.159.04" in out
     verdicts = {cells[VERDICT] for cells in table(out).values()}
-    assert verdicts == {"unchanged", "not gated"}
+    assert verdicts == {"unchanged", "undecided", "not gated"}
 
 
 def test_compare_markdown_with_glob_filter():

@@ -47,7 +47,7 @@ def hanging_repo(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize(
     "command",
-    [["ab", "HEAD~1", "--blocks", "2"], ["bisect", "HEAD~1", "HEAD", "-k", "hangs"]],
+    [["ab", "HEAD~1", "--blocks", "3"], ["bisect", "HEAD~1", "HEAD", "-k", "hangs"]],
     ids=["ab", "bisect"],
 )
 def test_sigterm_removes_the_worktrees(hanging_repo, tmp_path, command):

@@ -29,6 +29,7 @@ from perfgate.stats import compare_samples
 from perfgate.verdict import Verdict
 from perfgate.verdict.nightly import ab_reason
 from perfgate.verdict.outcome import GateResult
+from perfgate.verdict.paired import compare_paired_blocks
 from perfgate.verdict.rows import from_json
 
 WORK = "perf_tests/test_work.py::test_work"
@@ -52,12 +53,14 @@ def row(name: str = WORK, verdict: str = "unchanged", change: float | None = 0.2
         ({}, None),
         ({"verdict": "new", "change": None}, None),
         ({"verdict": "not run", "change": None}, None),
-        ({"verdict": "improvement", "change": -8.0}, None),
+        ({"verdict": "improvement", "change": -8.0}, "stored comparison -8.0% (screen 1% either"),
+        ({"verdict": "improvement", "change": -0.8}, None),
         ({"verdict": "regression", "change": 12.0}, "stored comparison: regression"),
         ({"verdict": "unconfirmed", "change": 4.0}, "stored comparison: unconfirmed"),
         ({"verdict": "not gated"}, "stored comparison not gated message"),
         ({"clocks": "power-limited: the baseline ran 9 of 10 rounds"}, "power-limited: the base"),
-        ({"change": 1.4}, "stored comparison +1.4% (screen 1%)"),
+        ({"change": 1.4}, "stored comparison +1.4% (screen 1% either way)"),
+        ({"change": -5.7}, "stored comparison -5.7% (screen 1% either way)"),
         ({"threshold": 0.10, "threshold_source": "floor 10%"}, "stored threshold 10.0% is looser"),
         (
             {
@@ -255,14 +258,29 @@ def test_more_blocks_below_zero_is_refused_before_anything_runs(repo, tmp_path, 
 def test_the_ab_runs_more_blocks_only_for_the_cases_it_left_undecided():
     slower = compare_samples(rounds_at(1.0, 0), rounds_at(1.04, 1))
     results = [
-        GateResult("a", Verdict.NOT_GATED, "not gated: slower by 4 %, not significant", slower),
         GateResult(
-            "b", Verdict.NOT_GATED, "not gated: 1 block pairs, needs 2"
-        ),  # nothing to add to
-        GateResult("c", Verdict.REGRESSION, "slower by 4 %", slower),
-        GateResult("d", Verdict.UNCHANGED, "median ...", slower),
+            "a",
+            Verdict.UNDECIDED,
+            "undecided: slower by 4 %, not significant",
+            slower,
+            threshold=0.03,
+        ),  # fmt: skip
+        GateResult("b", Verdict.UNDECIDED, "undecided: 1 block pairs, needs 3"),  # nothing to add
+        GateResult("c", Verdict.REGRESSION, "slower by 4 %", slower, threshold=0.03),
+        GateResult("d", Verdict.UNCHANGED, "median ...", slower, threshold=0.03),
+        GateResult("e", Verdict.NOT_GATED, "not gated: host-bound", slower, threshold=0.03),
     ]
-    assert undecided(results) == ["a"]
+    assert undecided(results, 3) == ["a"]
+
+
+def test_a_case_whose_blocks_scatter_far_past_its_threshold_gets_no_more_blocks():
+    """+-30 % blocks cannot show 3 % in a few more pairs: the A/B leaves them undecided rather
+    than spend the night on them; +-1 % blocks get their pairs."""
+    wide = compare_paired_blocks([1.0, 1.3, 0.8], [1.2, 1.0, 1.1])
+    narrow = compare_paired_blocks([1.0, 1.01, 0.99], [1.035, 1.03, 1.05])
+    results = [GateResult(name, Verdict.UNDECIDED, "undecided", c, threshold=0.03)
+               for name, c in (("wide", wide), ("narrow", narrow))]  # fmt: skip
+    assert undecided(results, 7) == ["narrow"]
 
 
 # --- issue 33: every input checked before any work, one line, a documented exit status --------
@@ -381,7 +399,7 @@ def test_a_time_limited_night_says_what_remains_and_exits_75(repo, tmp_path):
     write_gate(results, row(verdict="unconfirmed", change=4.0))
     status, _, err = nightly(results, "--base-ref", "HEAD~1", "--time-limit", "1s")
     assert status == 75 and "stopped (time limit) with 1 cases undecided" in err
-    assert verdicts(results)[WORK]["verdict"] == "not gated"
+    assert verdicts(results)[WORK]["verdict"] == "undecided"
     status, _, err = perfgate("nightly", "--results", str(results), "--resume", "--blocks", "3",
                               "--base-ref", "HEAD~1", "--", CLOCK)  # fmt: skip
     assert status == 0, err

@@ -126,14 +126,14 @@ def test_a_case_whose_run_time_choice_ran_other_code_is_not_gated():
     assert one(unknown, after).verdict is not Verdict.NOT_GATED
 
 
-def test_too_few_rounds_are_not_gated_whatever_the_change():
+def test_too_few_rounds_are_undecided_whatever_the_change():
     few = MIN_ROUNDS - 1
     result = one(single("t", rounds(1, n=few)), single("t", rounds(2, 3.0, n=30)))
-    assert result.verdict is Verdict.NOT_GATED
-    expected = f"not gated: too few rounds to decide ({few} baseline and 30 current rounds, "
+    assert result.verdict is Verdict.UNDECIDED
+    expected = f"undecided: too few rounds to decide ({few} baseline and 30 current rounds, "
     assert result.message == expected + f"needs {MIN_ROUNDS} a side)"
     result = one(single("t", rounds(1)), single("t", rounds(2, 3.0, n=few)))
-    expected = f"not gated: too few rounds to decide (30 baseline and {few} current rounds, "
+    expected = f"undecided: too few rounds to decide (30 baseline and {few} current rounds, "
     assert result.message == expected + f"needs {MIN_ROUNDS} a side)"
 
 

@@ -108,7 +108,8 @@ def same(paths: dict, verdict: Verdict, reason: Reason | None = None) -> None:
         else:
             assert found is verdict, (path, paths)
         assert why is reason, (path, paths)
-    expected_step = {Verdict.NOT_GATED: bisect_steps.SKIP, Verdict.REGRESSION: bisect_steps.BAD}
+    expected_step = {Verdict.NOT_GATED: bisect_steps.SKIP, Verdict.UNDECIDED: bisect_steps.SKIP,
+                     Verdict.REGRESSION: bisect_steps.BAD}  # fmt: skip
     assert paths["bisect"][3] == expected_step.get(verdict, bisect_steps.GOOD), paths
 
 
@@ -144,12 +145,6 @@ QUIET = blocks(1.0, 0, 0.002)
             Side(None, DEVICE), Side(blocks(1.5, 100, 0.002), DEVICE), Reason.NO_DATA, id="no-data"
         ),  # fmt: skip
         pytest.param(
-            Side(blocks(1.0, 0, 0.002, n=1, per=2), DEVICE),
-            Side(blocks(3.0, 100, 0.002, n=1, per=2), DEVICE),
-            Reason.TOO_FEW_ROUNDS,
-            id="too-few-rounds",
-        ),  # fmt: skip
-        pytest.param(
             Side(blocks(1.0, 0, 0.5), DEVICE),
             Side(blocks(1.02, 100, 0.5), DEVICE),
             Reason.TOO_NOISY,
@@ -159,6 +154,12 @@ QUIET = blocks(1.0, 0, 0.002)
 )
 def test_every_path_declines_what_the_gate_declines_for_the_same_reason(tmp_path, a, b, reason):
     same(five_paths(tmp_path, a, b), Verdict.NOT_GATED, reason)
+
+
+def test_every_path_leaves_too_few_rounds_undecided(tmp_path):
+    few = Side(blocks(1.0, 0, 0.002, n=1, per=2), DEVICE)
+    paths = five_paths(tmp_path, few, Side(blocks(3.0, 100, 0.002, n=1, per=2), DEVICE))
+    same(paths, Verdict.UNDECIDED, Reason.TOO_FEW_ROUNDS)
 
 
 def test_a_slowdown_past_even_a_noisy_cases_loose_threshold_fails_on_every_path(tmp_path):

@@ -29,13 +29,14 @@ def test_counts_of_an_empty_or_all_unchanged_result():
     assert summary.counts(same) == "1 gated (1 unchanged)"
 
 
-def test_counts_name_every_reason_a_case_is_not_gated():
+def test_counts_name_the_reason_of_every_undecided_and_not_gated_case():
     baseline = run_of(entry("x::two", rounds(1, n=2)), entry("x::four", rounds(1, n=4)),
                       entry("x::host", rounds(1), extra={"host_bound": True}))  # fmt: skip
     current = run_of(entry("x::two", rounds(2, 2.0, n=2)), entry("x::four", rounds(2, 2.0, n=4)),
                      entry("x::host", rounds(2)))  # fmt: skip
     assert summary.counts(judge([baseline], current)) == (
-        "1 gated (1 unconfirmed); 2 not gated (1 host-bound, 1 too few rounds to decide)"
+        "1 gated (1 unconfirmed); 1 undecided (1 too few rounds to decide); 1 not gated "
+        "(1 host-bound)"
     )
 
 
@@ -58,8 +59,10 @@ def test_terminal_lines_list_each_kind_with_its_reason(judged):
 def test_markdown_has_a_table_per_verdict_and_escapes_pipes(judged):
     results, changes = judged
     text = summary.markdown(results, changes, "BASE")
-    counts = "2 gated (1 unconfirmed, 1 unchanged); 1 not gated (1 host-bound); 1 new; 1 not run"
-    assert f"Result: {counts}." in text
+    assert (
+        "Result: 2 gated (1 unconfirmed, 1 unchanged); 1 not gated (1 host-bound); 1 new; "
+        "1 not run." in text
+    )
     assert "| torch | 2.13.0 | 2.14.0 |" in text
     for heading in ("## Unconfirmed", "## Not gated, with the reason", "## New benchmarks"):
         assert heading in text

@@ -18,6 +18,7 @@ from perfgate.ab.order import A, B, lanes_of
 from perfgate.benchmark import Run
 from perfgate.progress import Progress
 from perfgate.verdict import paired
+from perfgate.verdict.judge import unmeasured
 from perfgate.verdict.nightly import AB_DECIDED
 from perfgate.verdict.outcome import GateResult, Verdict
 from perfgate.verdict.reason import Reason
@@ -177,7 +178,8 @@ def _run(options: AbOptions, processes, commit: str, tree: str, err, clock) -> A
     )
     with Progress(2 * options.blocks * used, "A/B blocks", err, clock=clock) as progress:
         engine = Engine(lanes, options.blocks, options.more_blocks, processes, kept,
-                        judge(options), progress, options.deadline, clock)  # fmt: skip
+                        judge(options, len(both)), progress, options.deadline,
+                        clock)  # fmt: skip
         stopped = None
         try:
             outcome = engine.run()
@@ -186,7 +188,7 @@ def _run(options: AbOptions, processes, commit: str, tree: str, err, clock) -> A
             outcome = Outcome([engine.pairs_of(lane) for lane in range(len(lanes))], lanes)
     if not outcome.complete:
         stopped = stopped or TIME_LIMIT
-    done = verdicts(outcome, both, judge(options), commit, stopped, only, used)
+    done = verdicts(outcome, both, judge(options, len(both)), commit, stopped, only, used)
     if done.stopped == TIME_LIMIT and not done.remaining:  # every case decided in time
         done.stopped = None
     if done.stopped is None:
@@ -194,11 +196,14 @@ def _run(options: AbOptions, processes, commit: str, tree: str, err, clock) -> A
     return done
 
 
-def judge(options: AbOptions) -> Callable[[list[Pair]], list[GateResult]]:
+def judge(options: AbOptions, cases: int | None = None) -> Callable[[list[Pair]], list[GateResult]]:
+    """The verdicts on one lane's pairs, its cases tested together with all ``cases`` of the
+    A/B (every lane's; default: the lane's own)."""
+
     def verdicts_of(pairs: list[Pair]) -> list[GateResult]:
         if not pairs:
             return []
-        return paired.judge_blocks(pairs, options.thresholds, options.rounds_per_block)
+        return paired.judge_blocks(pairs, options.thresholds, options.rounds_per_block, cases)
 
     return verdicts_of
 
@@ -210,9 +215,8 @@ def verdicts(outcome: Outcome, cases: list[str], judged, commit: str, stopped: s
     seen = {r.name for r in results}
     for name in cases:
         if name not in seen:
-            message = f"not gated: stopped ({stopped}) before its first block pair"
-            results.append(GateResult(name, Verdict.NOT_GATED, message,
-                                      reason=Reason.TOO_FEW_ROUNDS))  # fmt: skip
+            words = f"stopped ({stopped}) before its first block pair"
+            results.append(unmeasured(name, words, Reason.STOPPED))
     results.sort(key=lambda r: (list(Verdict).index(r.verdict), r.name))
     stopped_cases = {name for lane in outcome.remaining for name in lane}
     remaining = [r.name for r in results if r.name in stopped_cases and r.verdict not in AB_DECIDED]

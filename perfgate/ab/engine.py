@@ -26,6 +26,7 @@ from perfgate.benchmark import Run
 from perfgate.progress import Progress, duration
 from perfgate.verdict.nightly import AB_DECIDED
 from perfgate.verdict.outcome import GateResult, Verdict
+from perfgate.verdict.time_change import more_needed
 
 
 class Pair(NamedTuple):
@@ -67,10 +68,17 @@ class _Stopped(Exception):
     """Another lane failed, or the A/B was interrupted: start no more blocks."""
 
 
-def undecided(results: list[GateResult]) -> list[str]:
+def undecided(results: list[GateResult], more: int) -> list[str]:
     """Cases compared but not decided (a slowdown past the threshold that is not significant
-    yet, block pairs that disagree): more block pairs may decide them."""
-    return [r.name for r in results if r.verdict is Verdict.NOT_GATED and r.comparison]
+    yet, an interval wider than the threshold) that ``more`` block pairs may decide: a case
+    whose blocks scatter far past its threshold is left undecided, not run for nothing."""
+    return [r.name for r in results if r.verdict is Verdict.UNDECIDED and r.comparison
+            and within_reach(r.comparison, r.threshold, more)]  # fmt: skip
+
+
+def within_reach(c, threshold: float | None, more: int) -> bool:
+    needed = more_needed(c, threshold) if threshold is not None else None
+    return needed is None or needed <= c.n_baseline + more
 
 
 def decided(results: list[GateResult]) -> int:
@@ -137,7 +145,8 @@ class Engine:
         try:
             for pair in range(self.pairs):
                 self._pair(lane, pair, cases)
-            again = sorted(set(undecided(self.judge(self.pairs_of(lane, self.pairs)))) & set(cases))
+            judged = self.judge(self.pairs_of(lane, self.pairs))
+            again = sorted(set(undecided(judged, self.more)) & set(cases))
             if again and self.more:
                 more = range(self.pairs, self.pairs + self.more)
                 self.progress.grow(sum(not self.journal.done(lane, pair, label)

@@ -32,6 +32,10 @@ from perfgate.verdict.thresholds import Thresholds
 RESULTS = Path("perfgate-results")
 SCREEN = 0.01  # a gated case slower than this in the stored comparison goes to the A/B
 TARGET = 0.03  # the A/B's threshold: a 3 % slowdown fails the night
+# extra block pairs for the cases the first ones leave undecided and more pairs can decide: with
+# the night's cases tested together, 3 + 7 pairs catch a 3.5 % slowdown of a kernel whose blocks
+# scatter by 0.5 % nine times in ten, 4 % every time (docs/gate-validation/verdict-rule/)
+MORE_BLOCKS = 7
 PASSED, FAILED, GATED_NOTHING, INCOMPLETE, INTERRUPTED_STATUS = 0, 1, 6, 75, 130
 
 
@@ -47,11 +51,12 @@ class NightlyOptions:
     screen: float = SCREEN
     target: float = TARGET
     blocks: int = 3  # 3-5 % caught in 22 of 22 with 3 (docs/gate-validation/h100-session7/)
-    more_blocks: int = 3  # extra block pairs for the cases the first ones left undecided
+    more_blocks: int = MORE_BLOCKS  # extra block pairs for the cases the first ones left undecided
     pytest_args: list[str] = field(default_factory=list)
     tests: list[str] = field(default_factory=list)
     gpus: list[str | None] = field(default_factory=lambda: [None])
     deadline: float | None = None
+    undecided: str = "warn"  # an undecided case: warn (listed first) or fail the night
 
     @property
     def journal(self) -> Path:
@@ -171,7 +176,8 @@ def run_nightly(options: NightlyOptions, out, err) -> int:
         policy.decide(rows, reasons, {r.name: r for r in ab.results}), ab.commit,
         options.blocks, options.target, options.screen,
         failing_tests(options.results / "junit.xml"), ab.stopped, tuple(ab.remaining),
-        shard_of(options.pytest_args),
+        shard_of(options.pytest_args), options.undecided,
+        policy.offset_note(policy.host_offset(rows), options.screen),
     )  # fmt: skip
     write(night, options.results)
     print(markdown(night), file=out)
@@ -196,6 +202,16 @@ def ab_options(options: NightlyOptions, commit: str, names: list[str]) -> AbOpti
 def verdict_status(night: policy.Night, gate: Path, err) -> int:
     if night.failing_tests or policy.failed(night.rows):
         return FAILED
+    if undecided := policy.undecided_rows(night.rows):
+        names = ", ".join(n.name for n in undecided[:3]) + (", ..." if len(undecided) > 3 else "")
+        if night.undecided == "fail":
+            print(f"perfgate nightly: {len(undecided)} case(s) undecided ({names}): the data "
+                  "neither show a change nor rule one out, and --undecided fail fails the night; "
+                  "run more block pairs (--more-blocks) or on a quieter machine",
+                  file=err)  # fmt: skip
+            return FAILED
+        print(f"perfgate nightly: warning: {len(undecided)} case(s) undecided ({names}), listed "
+              "first in nightly.md; --undecided fail would fail the night", file=err)  # fmt: skip
     if night.stopped == INTERRUPTED or night.remaining:
         said = (
             f"stopped ({night.stopped}) with {len(night.remaining)} cases undecided; what "

@@ -29,7 +29,7 @@ from perfgate.verdict.steps import StepsUnavailable
 INTERRUPTED = 130  # exit status after Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
 COMMANDS: tuple[type[Command], ...] = (
     compare.Compare, history.History, lab_report.Report, profile.Profile, ab.Ab,
-    nightly.Nightly, dashboard.Dashboard, bisect.Bisect, merge.Merge, Init,
+    nightly.Nightly, nightly.Check, dashboard.Dashboard, bisect.Bisect, merge.Merge, Init,
 )  # fmt: skip
 # what a command cannot do, said in one line: the store's, the A/B's, the report's and the steps'
 ONE_LINE = (StoreError, AbError, PlotsUnavailable, BadOutput, StepsUnavailable, DashboardError)

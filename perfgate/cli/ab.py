@@ -20,6 +20,7 @@ from perfgate.arguments import add_count, add_test_paths, add_thresholds
 from perfgate.cli.command import Command
 from perfgate.cli.guard import CommandError
 from perfgate.report.ab import table, verdict_lines
+from perfgate.stats import MIN_PAIRS
 from perfgate.verdict import summary
 from perfgate.verdict.outcome import Verdict
 from perfgate.verdict.thresholds import parse_thresholds
@@ -93,8 +94,9 @@ def run(options: compare.AbOptions, out_file: Path, out, err) -> int:
     if done.remaining:
         return INCOMPLETE
     if not any(r.verdict.gated for r in done.results):
-        print(f"perfgate ab: no case was gated ({len(done.results)} compared, none decided): "
-              "it cannot pass; more --blocks, or see why in the table", file=err)  # fmt: skip
+        print(f"perfgate ab: no case was decided ({len(done.results)} compared, each undecided "
+              "or not gated): it cannot pass; more --blocks, or see why in the table",
+              file=err)  # fmt: skip
         return GATED_NOTHING
     return 0
 
@@ -123,7 +125,7 @@ class Ab(Command):
                             help="commit or branch to compare with (A)")  # fmt: skip
         add_test_paths(parser.add_argument)
         parser.add_argument("-k", dest="expression", metavar="EXPR", help="pytest -k selection")
-        add_count(parser.add_argument, "--blocks", 5, 2,
+        add_count(parser.add_argument, "--blocks", 5, MIN_PAIRS,
                   "block pairs (3 or more for significance)", "B")  # fmt: skip
         add_count(parser.add_argument, "--rounds-per-block", None, 1,
                   "keep at most N rounds of a case per block")  # fmt: skip

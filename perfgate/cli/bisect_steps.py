@@ -78,8 +78,9 @@ def judge(
     preconditions and rules, at the gate's threshold for each case: ``threshold`` given, else the
     test's marker, else from GOOD's measured noise, never below the device floor). BAD when a
     case is a regression (confirmed or not: the bisection measures GOOD again itself); SKIP when
-    none is and one is not gated (what the gate declines: too few rounds, too noisy, host-bound,
-    other code, an untrusted GPU, slower past the threshold without significance).
+    none is and one is not gated (what the gate declines: too noisy, host-bound, other code, an
+    untrusted GPU) or undecided (too few rounds, slower past the threshold without significance,
+    an interval wider than the threshold).
     ``earlier_good``: GOOD measured before, whose comparison confirms (the gate's re-run)."""
     good_run, now_run = load(good_json), load(current_json)
     earlier = load(earlier_good).benchmarks if earlier_good else {}
@@ -109,7 +110,7 @@ def judge(
 
 
 def _unclear(cases: list) -> bool:
-    return any(c["verdict"] == str(Verdict.NOT_GATED) for c in cases)
+    return any(Verdict(c["verdict"]) in (Verdict.NOT_GATED, Verdict.UNDECIDED) for c in cases)
 
 
 def _log(path: Path, entry: dict) -> None:

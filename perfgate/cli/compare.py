@@ -119,7 +119,9 @@ def compare_text(a: Run, b: Run, thresholds: Thresholds, patterns: Sequence[str]
     rule = (
         f"gated as --perf-gate does: slower or faster by more than the case's threshold "
         f"(given, or from its measured noise) with one-sided Mann-Whitney p < "
-        f"{thresholds.alpha:g} and the 95 % bootstrap interval of B/A excluding 1"
+        f"{thresholds.alpha:g} (adjusted for the cases tested together) and the 95 % bootstrap "
+        "interval of B/A excluding 1; unchanged where that interval lies inside +-threshold, "
+        "else undecided"
     )
     lines = [_run_line("A", a), _run_line("B", b), environment_line(a, b)]
     if len(members) > 1:

@@ -1,11 +1,15 @@
-"""``perfgate nightly``: the nightly GPU gate (``perfgate.ab.night``). First the stored comparison
-(``pytest TESTS --perf-gate``, the tier against this GPU's newest baseline); then every case it
-cannot settle is judged by an interleaved A/B between the baseline's commit and the tree under
-test, on the same GPUs, at ``--target`` (3 %). Only a case the A/B finds slower fails the night;
-the report says, per case, which comparison decided. ``--shards`` joins the nights of the N
-runners of a sharded nightly (``--perf-shard I/N``) into one.
+"""``perfgate nightly`` and ``perfgate check``: the gate on time across sessions
+(``perfgate.ab.night``). First the stored comparison (``pytest TESTS --perf-gate``, the tests
+against this machine's newest baseline); then every case it cannot settle is judged by an
+interleaved A/B between the baseline's commit and the tree under test, on the same machine (and
+GPUs), at ``--target`` (3 %). A case the A/B finds slower fails; so does a stored regression the
+A/B cannot clear; an undecided case warns, or fails with ``--undecided fail``. The report says,
+per case, which comparison decided. ``--shards`` joins the nights of the N runners of a sharded
+nightly (``--perf-shard I/N``) into one. ``check`` is the same command, named for a CI job on
+any machine (a pull request's, a CPU runner's); ``nightly`` for the scheduled GPU job.
 
-Exit status: 0 the night passes, 1 an A/B-confirmed regression or a failing test, 2 an error (one
+Exit status: 0 the night passes, 1 a regression (A/B-confirmed, or stored and not cleared), an
+undecided case under ``--undecided fail``, or a failing test, 2 an error (one
 line), 3 ``--shards`` that are not the N shards of one night, pytest's own status when the stored
 comparison could not run (4 usage, 6 gate could not run), 6 when the night gated no case, 75
 when ``--time-limit`` stopped the A/B with cases undecided, 130 interrupted (``--resume``
@@ -24,6 +28,8 @@ from perfgate.cli.ab import add_run_options, test_paths, time_limit
 from perfgate.cli.command import Command
 from perfgate.cli.guard import CommandError
 from perfgate.cli.runs import Hardware
+from perfgate.stats import MIN_PAIRS
+from perfgate.verdict import nightly as policy
 
 
 class Nightly(Command):
@@ -35,7 +41,8 @@ class Nightly(Command):
   perfgate nightly --confirm-only --results perfgate-results  # its gate.json is there already"""
     usage = ("perfgate nightly [-h] [--results DIR] [--confirm-only] [--base-ref REF] "
              "[--baseline RUN] [--tests PATH ...] [--screen FRACTION] [--target FRACTION] "
-             "[--blocks B] [--more-blocks M] [--gpus G] [--time-limit T] [--resume] "
+             "[--blocks B] [--more-blocks M] [--undecided {warn,fail}] [--gpus G] "
+             "[--time-limit T] [--resume] "
              "[--shards DIR ...] [-- PYTEST_ARG ...]")  # fmt: skip
     takes_pytest_args = True
     interrupted = "nothing was decided"  # the night's own line says more (``run``)
@@ -58,9 +65,12 @@ class Nightly(Command):
         add_fraction(parser.add_argument, "--screen", night.SCREEN,
                      "stored change that sends a gated case to the A/B")  # fmt: skip
         add_fraction(parser.add_argument, "--target", night.TARGET, "the A/B's threshold")
-        add_count(parser.add_argument, "--blocks", 3, 2, "A/B block pairs", "B")
-        add_count(parser.add_argument, "--more-blocks", 3, 0,
+        add_count(parser.add_argument, "--blocks", 3, MIN_PAIRS, "A/B block pairs", "B")
+        add_count(parser.add_argument, "--more-blocks", night.MORE_BLOCKS, 0,
                   "more block pairs for the cases left undecided", "M")  # fmt: skip
+        parser.add_argument("--undecided", choices=policy.UNDECIDED_POLICIES, default="warn",
+                            help="what a case that stays undecided does: warn (listed first; "
+                            "the default) or fail the run (exit 1)")  # fmt: skip
         add_run_options(parser)
         parser.add_argument("--shards", nargs="+", type=Path, metavar="DIR",
                             help="join the results folders of a sharded nightly's N runners "
@@ -71,6 +81,15 @@ class Nightly(Command):
         return run(args, args.pytest_args, out, err)
 
 
+class Check(Nightly):
+    name = "check"
+    summary = "gate time across sessions: stored comparison, then an A/B of its suspects"
+    examples = """\
+  perfgate check --tests tests/bench             # in CI: a baseline of another session is fine
+  perfgate check --base-ref origin/main --tests tests/bench"""
+    usage = Nightly.usage.replace("perfgate nightly", "perfgate check", 1)
+
+
 def options_from(args, pytest_args: list[str]) -> night.NightlyOptions:
     """The night of the parsed command line (each value checked by its option's type)."""
     if args.resume and args.confirm_only:
@@ -79,7 +98,7 @@ def options_from(args, pytest_args: list[str]) -> night.NightlyOptions:
         args.results, args.confirm_only, args.resume, args.base_ref, args.baseline,
         gate_baseline, args.screen, args.target, args.blocks, args.more_blocks,
         pytest_args, test_paths(args.tests), gpus.lanes(args.gpus),
-        time_limit(args.time_limit),
+        time_limit(args.time_limit), args.undecided,
     )  # fmt: skip
 
 

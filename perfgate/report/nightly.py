@@ -5,7 +5,7 @@ in ``verdict.nightly``; text from the runs is escaped for markdown."""
 from __future__ import annotations
 
 from perfgate import format as fmt
-from perfgate.verdict.nightly import AB, STORED, Night
+from perfgate.verdict.nightly import AB, STORED, Night, undecided_rows
 
 
 def _cell(text: str | None) -> str:
@@ -30,7 +30,15 @@ def markdown(night: Night) -> str:
     if night.failing_tests:
         lines += ["", f"**{night.failing_tests} test(s) failed** in the stored comparison's run: "
                   "see its log."]  # fmt: skip
-    if night.stopped:
+    if night.offset:
+        lines += ["", f"**This host is offset from the baseline**: {_cell(night.offset)}."]
+    if undecided := undecided_rows(rows):
+        effect = "fail the night" if night.undecided == "fail" else "warn (the night passes)"
+        lines += ["", f"**{len(undecided)} case(s) undecided** (policy: {effect}; the data "
+                  "neither show a change nor rule one out):", ""]  # fmt: skip
+        lines += [f"- {_cell(n.name.split('::')[-1])}: A/B {_cell(n.ab or '-')}; "
+                  f"{_cell(n.row.message)}" for n in undecided]  # fmt: skip
+    if night.stopped and night.remaining:
         lines += ["", f"**The A/B stopped ({_cell(night.stopped)})** with "
                   f"{len(night.remaining)} case(s) undecided; `perfgate nightly --resume` "
                   "continues it from its journal (`ab-blocks/`)."]  # fmt: skip

@@ -187,8 +187,8 @@ class GateSession:
         self.write_reports(changes)
         if not any(r.verdict.gated for r in self.results):
             self.problem = (
-                "nothing was gated: every benchmark that ran was skipped, new, or not gated "
-                "(see the reasons above); fix those or record a baseline for this selection"
+                "nothing was gated: every benchmark that ran was skipped, new, undecided or not "
+                "gated (see the reasons above); fix those or record a baseline for this selection"
             )
         self.saver.gate_failed = failed(self.results)
 

@@ -27,7 +27,8 @@ class Evidence:
     or A's blocks (its noise); ``untrusted``: why a side's GPU cannot be trusted. Optional:
     ``fastest`` (the set's fastest run, for improvements), ``again`` (baseline, current) of a
     confirmation, ``ratios`` (same-run ratios), ``paired`` (the block pairs' comparison of an
-    A/B: their own confirmation), ``shift`` (the session's machine-wide shift)."""
+    A/B: their own confirmation), ``shift`` (the session's machine-wide shift), ``tested`` (how
+    many cases are tested together with this one: its p-values are adjusted for them)."""
 
     name: str
     before: Benchmark | None
@@ -41,6 +42,13 @@ class Evidence:
     paired: Comparison | None = None
     baseline_profile: dict | None = None
     shift: machine.Shift | None = None
+    tested: int = 1
+
+    @property
+    def timed(self) -> bool:
+        """Both sides hold timed rounds: a case whose time is tested (one of a family)."""
+        sides = (self.before, self.now)
+        return all(s is not None and s.samples and not s.counted for s in sides)
 
 
 def untrusted_reason(

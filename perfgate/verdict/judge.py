@@ -17,7 +17,14 @@ from dataclasses import replace
 
 from perfgate.benchmark import Benchmark, Run
 from perfgate.fields import HOST_BOUND_FRACTION, Declared
-from perfgate.stats import MIN_PAIRS, MIN_ROUNDS, Comparison, compare_samples, medians_only
+from perfgate.stats import (
+    MIN_PAIRS,
+    MIN_ROUNDS,
+    Comparison,
+    compare_samples,
+    medians_only,
+    tested_together,
+)
 from perfgate.verdict import shift as machine
 from perfgate.verdict.attribution import function_diff, profile_diff
 from perfgate.verdict.clocks import clocks_note, gpu_note
@@ -51,88 +58,144 @@ def judge_case(evidence: Evidence, thresholds: Thresholds) -> GateResult:
 
 
 def _verdict_of(e: Evidence, thresholds: Thresholds) -> GateResult:
-    family, marker = e.declared.get(Declared.FAMILY), e.declared.get(Declared.THRESHOLD)
+    """The steps, in order: a side missing; counted cases (exact); the threshold; what stops a
+    comparison (preconditions); the rules on time; a noisy case's loose threshold; the
+    session's machine-wide shift; the attribution of a confirmed failure."""
+    family = e.declared.get(Declared.FAMILY)
+    if (missing := _one_side(e, family)) is not None:
+        return missing
     before, now = e.before, e.now
-    if before is None:
-        return GateResult(e.name, Verdict.NEW, "new benchmark: not in the baseline", family=family)
-    if now is None:
-        return GateResult(
-            e.name, Verdict.NOT_RUN, "in the baseline, not run this time", family=family
-        )
     if before.counted and now.counted:
+        marker = e.declared.get(Declared.THRESHOLD)
         return _judge_counts(Case(e.name, before, now, marker=marker), family)
     case = case_threshold(
         before, list(e.members), e.declared, thresholds, None if e.paired else now
     )
     row = dict(name=e.name, family=family, threshold=case.value, threshold_source=case.source)
-    judged = Case(e.name, before, now, case.value, thresholds, marker, paired=bool(e.paired))
-    if found := _not_gated(e):
-        reason, message = found
-        if reason is Reason.HOST_BOUND and (counted := judge_launches(judged, row)):
-            return counted
-        comparison = e.paired or _compared(before, now)
-        return GateResult(verdict=Verdict.NOT_GATED, message=f"not gated: {message}",
-                          comparison=comparison, reason=reason, **row)  # fmt: skip
+    judged = Case(e.name, before, now, case.value, thresholds,
+                  e.declared.get(Declared.THRESHOLD), paired=bool(e.paired),
+                  sessions=len(e.members) or 1)  # fmt: skip
+    if (stopped := _not_compared(e, judged, row)) is not None:
+        return stopped
     judged = _with_comparisons(judged, e, None)
     decision = decide(judged)
-    if case.too_noisy:  # judged at the loose threshold its noise needs: past it, a verdict
-        if not (decision.verdict.slower or decision.verdict is Verdict.IMPROVEMENT):
-            message = too_noisy_message(case, paired=bool(e.paired))
-            return GateResult(verdict=Verdict.NOT_GATED, message=f"not gated: {message}",
-                              comparison=decision.comparison, reason=Reason.TOO_NOISY,
-                              **row)  # fmt: skip
+    if case.too_noisy:
+        if (noisy := _too_noisy(e, case, decision, row)) is not None:
+            return noisy
         loose = f" (past even the {case.value:.1%} that its noise needs)"
         decision = replace(decision, message=decision.message + loose)
-    details: tuple[str, ...] = ()
-    shift = None
+    shift, details = None, ()
     if e.shift and decision.verdict.slower:
-        against = replace(judged, threshold=e.shift.threshold(case.value))
-        session = decide(_with_comparisons(against, e, e.shift))
-        if session.verdict is Verdict.NOT_GATED:  # against the session: neither shown nor not
-            shift = e.shift.describe()
-            message = f"{session.message} (against this session's movement: {shift})"
-            return GateResult(verdict=Verdict.NOT_GATED, message=message, reason=session.reason,
-                              comparison=decision.comparison, shift=shift, **row)  # fmt: skip
-        sides = (("", decision.comparison), ("on re-run, ", judged.again))  # both must stand out
-        held = [side for side in sides if side[1] and not e.shift.stands_out(side[1], case.value)]
-        if not session.verdict.slower or held:
-            label, seen = held[0] if held else sides[0]
-            message = f"{e.shift.within(seen, case.value, label)}; {decision.message}"
-            return GateResult(verdict=Verdict.UNCHANGED, message=message, shift=e.shift.describe(),
-                              comparison=decision.comparison, **row)  # fmt: skip
+        if (against := _against_the_session(e, judged, case.value, decision, row)) is not None:
+            return against
         if e.shift.together:
             shift, details = e.shift.describe(), (e.shift.beyond(),)
-    if decision.parts:  # attribution: what changed inside the case, from the stored profiles
-        profile = e.baseline_profile
-        details += tuple(line for part in decision.parts
-                         for line in profile_diff(profile, now.profile, part))  # fmt: skip
     return GateResult(verdict=decision.verdict, message=decision.message,
-                      comparison=decision.comparison, details=details, reason=decision.reason,
-                      shift=shift, **row)  # fmt: skip
+                      comparison=decision.comparison, details=details + _attributed(e, decision),
+                      reason=decision.reason, shift=shift, **row)  # fmt: skip
+
+
+def unmeasured(name: str, words: str, reason: Reason = Reason.TOO_FEW_ROUNDS) -> GateResult:
+    """A case to be compared that has nothing to compare yet (no block pair, an A/B stopped
+    before it): undecided, with why."""
+    return GateResult(name, Verdict.UNDECIDED, f"undecided: {words}", reason=reason)
+
+
+def _one_side(e: Evidence, family: str | None) -> GateResult | None:
+    """A case on one side only: new, or not run this time."""
+    if e.before is None:
+        return GateResult(e.name, Verdict.NEW, "new benchmark: not in the baseline", family=family)
+    if e.now is None:
+        return GateResult(
+            e.name, Verdict.NOT_RUN, "in the baseline, not run this time", family=family
+        )
+    return None
+
+
+def _not_compared(e: Evidence, judged: Case, row: dict) -> GateResult | None:
+    """A case whose sides cannot be compared (not gated) or are too few to decide (undecided),
+    or None. A host-bound case is gated on its launch counts where it has them."""
+    found = _not_gated(e)
+    if found is None:
+        return None
+    reason, message = found
+    if reason is Reason.HOST_BOUND and (counted := judge_launches(judged, row)):
+        return counted
+    comparison = e.paired or _compared(e.before, e.now)
+    if reason is Reason.TOO_FEW_ROUNDS:
+        return GateResult(verdict=Verdict.UNDECIDED, message=f"undecided: {message}",
+                          comparison=comparison, reason=reason, **row)  # fmt: skip
+    return GateResult(verdict=Verdict.NOT_GATED, message=f"not gated: {message}",
+                      comparison=comparison, reason=reason, **row)  # fmt: skip
+
+
+def _too_noisy(e: Evidence, case, decision, row: dict) -> GateResult | None:
+    """A case too noisy to gate is judged at the loose threshold its noise needs: past it, a
+    verdict (None here); within it, not gated, saying which side was noisy."""
+    if decision.verdict.slower or decision.verdict is Verdict.IMPROVEMENT:
+        return None
+    message = too_noisy_message(case, paired=bool(e.paired))
+    return GateResult(verdict=Verdict.NOT_GATED, message=f"not gated: {message}",
+                      comparison=decision.comparison, reason=Reason.TOO_NOISY,
+                      **row)  # fmt: skip
+
+
+def _against_the_session(e: Evidence, judged: Case, own: float, decision, row: dict):
+    """A slower case judged against the session's machine-wide shift too: undecided or
+    unchanged where it does not stand out from how the session's cases moved (on its first run
+    and its re-run), else None (the verdict stands)."""
+    against = replace(judged, threshold=e.shift.threshold(own))
+    session = decide(_with_comparisons(against, e, e.shift))
+    if session.verdict is Verdict.UNDECIDED and session.reason is not Reason.WIDE_INTERVAL:
+        shift = e.shift.describe()  # against the session: a slowdown neither shown nor not
+        message = f"{session.message} (against this session's movement: {shift})"
+        return GateResult(verdict=Verdict.UNDECIDED, message=message, reason=session.reason,
+                          comparison=decision.comparison, shift=shift, **row)  # fmt: skip
+    sides = (("", decision.comparison), ("on re-run, ", judged.again))  # both must stand out
+    held = [side for side in sides if side[1] and not e.shift.stands_out(side[1], own)]
+    if session.verdict.slower and not held:
+        return None
+    label, seen = held[0] if held else sides[0]
+    message = f"{e.shift.within(seen, own, label)}; {decision.message}"
+    return GateResult(verdict=Verdict.UNCHANGED, message=message, shift=e.shift.describe(),
+                      comparison=decision.comparison, **row)  # fmt: skip
+
+
+def _attributed(e: Evidence, decision) -> tuple[str, ...]:
+    """What changed inside a confirmed failure, from the stored profiles."""
+    if not decision.parts:
+        return ()
+    profile = e.baseline_profile
+    return tuple(line for part in decision.parts
+                 for line in profile_diff(profile, e.now.profile, part))  # fmt: skip
 
 
 def _with_comparisons(case: Case, e: Evidence, shift: machine.Shift | None) -> Case:
     """``case`` with its time comparisons: the A/B's block pairs, or the rounds of both sides
     (the current side divided by a machine-wide ``shift``), the set's fastest run and the
-    confirmation; and its same-run ratios."""
+    confirmation; and its same-run ratios. The p-values of the first comparisons are adjusted
+    for the cases tested with it (``Evidence.tested``); a re-run confirms an already flagged
+    case, and is not."""
     if e.paired:
-        return replace(case, first=e.paired, ratios=e.ratios)
+        return replace(case, first=tested_together(e.paired, e.tested), ratios=e.ratios)
     scale = shift.factor if shift else 1.0
     now = [x / scale for x in case.now.samples]
     again = None
     if e.again:
         again = compare_samples(e.again[0].samples, [x / scale for x in e.again[1].samples])
+    best = compare_samples(e.fastest.samples, now) if e.fastest else None
     return replace(
         case,
-        first=compare_samples(case.before.samples, now),
-        best=compare_samples(e.fastest.samples, now) if e.fastest else None,
+        first=tested_together(compare_samples(case.before.samples, now), e.tested),
+        best=tested_together(best, e.tested) if best else None,
         again=again,
         ratios=e.ratios,
     )
 
 
 def _not_gated(e: Evidence) -> tuple[Reason, str] | None:
-    """Why the two sides cannot be compared at all, or None."""
+    """Why the two sides cannot be compared at all, or are too few to (``TOO_FEW_ROUNDS``), or
+    None."""
     before, now = e.before, e.now
     if e.untrusted:
         return Reason.UNTRUSTED_GPU, e.untrusted
@@ -154,7 +217,7 @@ def _not_gated(e: Evidence) -> tuple[Reason, str] | None:
     if e.paired:
         pairs = e.paired.n_baseline
         if pairs < MIN_PAIRS:
-            counts = f"{pairs} block pairs, needs {MIN_PAIRS}"
+            counts = f"{pairs} block pairs, needs {MIN_PAIRS} for a t-test"
             return Reason.TOO_FEW_ROUNDS, f"{TOO_FEW_ROUNDS} ({counts})"
         return None
     if min(len(before.samples), len(now.samples)) < MIN_ROUNDS:
@@ -216,7 +279,10 @@ def judge(
 
 def judge_all(cases: dict[str, Evidence], thresholds: Thresholds) -> list[GateResult]:
     """The verdict on each case of one session, worst first: each by ``judge_case``, against
-    the session's machine-wide shift where most cases moved together (``verdict.shift``)."""
+    the session's machine-wide shift where most cases moved together (``verdict.shift``). The
+    session's timed cases are tested together: each one's p-values are adjusted for their number
+    (``stats.tested_together``), so testing more cases never means more false alarms."""
+    cases = together(cases)
     first = {name: judge_case(replace(e, again=None), thresholds) for name, e in cases.items()}
     walls = {
         name
@@ -235,9 +301,10 @@ def judge_all(cases: dict[str, Evidence], thresholds: Thresholds) -> list[GateRe
     return sorted(results, key=_severity)
 
 
-def _on_wall_time(e: Evidence, result: GateResult) -> bool:
-    device_timed = e.before is not None and e.before.device_timed
-    return machine.judged_on_wall_time(result, device_timed)
+def together(cases: dict[str, Evidence]) -> dict[str, Evidence]:
+    """``cases`` with each timed one marked as tested together with the others."""
+    tested = sum(e.timed for e in cases.values())
+    return {name: replace(e, tested=tested) if e.timed else e for name, e in cases.items()}
 
 
 def _severity(result: GateResult) -> tuple[int, float, str]:

@@ -5,10 +5,16 @@ interleaved A/B (``ab_reason``), and how the two results become the night's verd
 A host-bound case is gated on its exact launch counts by the stored comparison (the A/B cannot
 see 3 % in a time that follows host jitter); a count that grew fails the night without an A/B.
 Every other case goes to the A/B when the stored comparison flagged it (regression or
-unconfirmed), could not gate it (a run-time choice, too few rounds, too noisy), saw it
-power-limited (its stored comparison drifts with the clock between sessions), saw it slower than
-the screen, or gated it at a threshold looser than the target (other than a test's own marker)
+unconfirmed), could not decide or gate it (undecided, a run-time choice, too noisy), saw it
+power-limited (its stored comparison drifts with the clock between sessions), saw it moved past
+the screen in either direction (a baseline that ran faster on this host hides a slowdown of the
+same size), or gated it at a threshold looser than the target (other than a test's own marker)
 unless its interval already rules out half the target.
+
+The A/B decides a case it can decide. Where it cannot (undecided after its extra pairs, or not
+gated), a stored regression stands and fails the night: only a comparison that rules the
+slowdown out clears it. Every other undecided case follows the night's policy: ``warn`` (listed
+first, the night passes) or ``fail``.
 """
 
 from __future__ import annotations
@@ -23,6 +29,11 @@ from perfgate.verdict.rows import from_json as read_rows
 STORED = "stored comparison"
 AB = "A/B"
 AB_DECIDED = (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED)  # decide a case
+UNDECIDED_POLICIES = ("warn", "fail")  # what an undecided case does to the night
+# A host whose cases ran this much faster or slower than the baseline's, at the median of its
+# timed cases, is said to be offset (at least OFFSET_CASES cases): a baseline of another host,
+# or one that drifted.
+OFFSET_CASES = 5
 # A case gated at a threshold looser than the target is decided by the stored comparison
 # when its ratio's interval lies below 1 + this share of the target: the interval is of one
 # session's rounds, and sessions of device-timed kernels differ by about 1 % (noise.DEVICE_FLOOR's
@@ -44,8 +55,8 @@ def ab_reason(row: GateRow, screen: float, target: float) -> str | None:
         return f"{STORED} {row.message}"
     if row.clocks:
         return row.clocks
-    if row.change_percent is not None and row.change_percent > 100 * screen:
-        return f"{STORED} {row.change_percent:+.1f}% (screen {screen:.0%})"
+    if row.change_percent is not None and abs(row.change_percent) > 100 * screen:
+        return f"{STORED} {row.change_percent:+.1f}% (screen {screen:.0%} either way)"
     threshold = row.threshold
     if threshold is not None and threshold > target and row.threshold_source != "marker":
         if row.ratio_high is not None and row.ratio_high < 1 + target * DECIDED_SHARE:
@@ -88,25 +99,68 @@ def _ab(result: GateResult) -> str:
 
 
 def night(row: GateRow, why: str | None, result: GateResult | None) -> NightRow:
-    """One case's night: the A/B's verdict where the case went to it (``why``), else the stored
-    comparison's. A case the A/B could not decide is not gated, with the A/B's reason."""
+    """One case's night: the A/B's verdict where the case went to it (``why``) and the A/B
+    decided it, else the stored comparison's. Where the A/B could not decide a case, a stored
+    regression stands (the night fails on it); any other case keeps the A/B's undecided or not
+    gated, with its words."""
     stored = _stored(row)
     if why is None:
         by = (f"{STORED}, {row.gated_on}" if row.gated_on else STORED) if row.gated else None
         return NightRow(row, by, stored, None, None)
-    if result is None:
-        message = "not gated: the A/B did not run it in both trees"
-        kept = replace(row, verdict=Verdict.NOT_GATED, message=message, reason=Reason.NO_DATA)
-        return NightRow(kept, None, stored, None, why)
-    if result.verdict in AB_DECIDED:
+    if result is not None and result.verdict in AB_DECIDED:
         change = result.comparison.change_percent if result.comparison else None
         decided = replace(row, verdict=result.verdict, message=result.message, reason=None,
                           change_percent=change)  # fmt: skip
         return NightRow(decided, AB, stored, _ab(result), why)
-    message = f"not gated: A/B {result.message.removeprefix('not gated: ')}"
+    ab = _ab(result) if result is not None else None
+    said = "did not run it in both trees" if result is None else _without_verdict(result.message)
+    if row.verdict is Verdict.REGRESSION:
+        message = (f"stored regression {stored.removeprefix('regression ')} that the A/B could "
+                   f"not clear (A/B {said}): {row.message}")  # fmt: skip
+        return NightRow(replace(row, message=message), STORED, stored, ab, why)
+    if result is None:
+        message = f"not gated: the A/B {said}"
+        kept = replace(row, verdict=Verdict.NOT_GATED, message=message, reason=Reason.NO_DATA)
+        return NightRow(kept, None, stored, None, why)
+    verdict = result.verdict if result.verdict is Verdict.NOT_GATED else Verdict.UNDECIDED
     reason = result.reason or Reason.NOT_SIGNIFICANT
-    kept = replace(row, verdict=Verdict.NOT_GATED, message=message, reason=reason)
-    return NightRow(kept, None, stored, _ab(result), why)
+    kept = replace(row, verdict=verdict, message=f"{verdict}: A/B {said}", reason=reason)
+    return NightRow(kept, None, stored, ab, why)
+
+
+def _without_verdict(message: str) -> str:
+    for word in ("undecided: ", "not gated: "):
+        message = message.removeprefix(word)
+    return message
+
+
+def host_offset(rows: list[GateRow]) -> tuple[float, int] | None:
+    """How the stored comparison's timed cases moved at the median (a fraction) and how many
+    there were: a host that runs them all faster or slower than the baseline says so. None
+    with fewer than OFFSET_CASES."""
+    changes = sorted(r.change_percent / 100 for r in rows
+                     if r.verdict.decided and r.gated_on is None and r.baseline_instructions is None
+                     and r.change_percent is not None)  # fmt: skip
+    if len(changes) < OFFSET_CASES:
+        return None
+    middle = len(changes) // 2
+    median = changes[middle] if len(changes) % 2 else (changes[middle - 1] + changes[middle]) / 2
+    return median, len(changes)
+
+
+def offset_note(offset: tuple[float, int] | None, screen: float) -> str | None:
+    """One sentence where this host's cases ran systematically faster or slower than the
+    baseline's (past the screen at the median), else None."""
+    if offset is None or abs(offset[0]) <= screen:
+        return None
+    median, cases = offset
+    way = "faster" if median < 0 else "slower"
+    return (
+        f"this host ran the stored comparison's {cases} timed cases {way} than the baseline by "
+        f"{abs(median):.1%} at the median: the baseline is another host's or has drifted, and a "
+        f"slowdown of that size could hide in it, so every case moved past the {screen:.0%} "
+        "screen in either direction went to the A/B"
+    )
 
 
 def decide(rows: list[GateRow], reasons: dict[str, str], results: dict) -> list[NightRow]:
@@ -115,8 +169,15 @@ def decide(rows: list[GateRow], reasons: dict[str, str], results: dict) -> list[
     return sorted(nights, key=lambda n: (ORDER.index(n.verdict), n.name))
 
 
-def failed(nights: list[NightRow]) -> bool:
-    return any(n.verdict is Verdict.REGRESSION for n in nights)
+def failed(nights: list[NightRow], undecided: str = "warn") -> bool:
+    """A regression fails the night; so does an undecided case where the policy is ``fail``."""
+    if any(n.verdict is Verdict.REGRESSION for n in nights):
+        return True
+    return undecided == "fail" and any(n.verdict is Verdict.UNDECIDED for n in nights)
+
+
+def undecided_rows(nights: list[NightRow]) -> list[NightRow]:
+    return [n for n in nights if n.verdict is Verdict.UNDECIDED]
 
 
 def gated_nothing(nights: list[NightRow]) -> bool:
@@ -128,7 +189,8 @@ def gated_nothing(nights: list[NightRow]) -> bool:
 class Night:
     """A night: its rows and what it ran with (A's commit, block pairs a tree, the target and
     screen as fractions, failing tests), whether its A/B stopped (``stopped``: interrupted, time
-    limit) leaving ``remaining`` cases undecided, and the shard (``I/N``) it was, if one."""
+    limit) leaving ``remaining`` cases undecided, the shard (``I/N``) it was, if one, its policy
+    for undecided cases, and the note on this host's offset from the baseline, if any."""
 
     rows: list[NightRow]
     base_commit: str = ""
@@ -139,10 +201,13 @@ class Night:
     stopped: str | None = None
     remaining: tuple[str, ...] = ()
     shard: str | None = None
+    undecided: str = "warn"  # the policy for undecided cases (UNDECIDED_POLICIES)
+    offset: str | None = None  # where this host's cases ran systematically faster or slower
 
 
 FACTS = {"base_commit": str, "blocks": int, "target": float, "screen": float,
-         "failing_tests": int, "stopped": str, "shard": str}  # fmt: skip
+         "failing_tests": int, "stopped": str, "shard": str, "undecided": str,
+         "offset": str}  # fmt: skip
 
 
 def as_json(night: Night) -> dict:

@@ -10,7 +10,7 @@ from enum import Enum
 from perfgate.stats import Comparison
 from perfgate.verdict.reason import Reason
 from perfgate.verdict.rules import Case, findings
-from perfgate.verdict.time_change import TimeRegression
+from perfgate.verdict.time_change import NoChange, TimeRegression
 
 
 class Verdict(str, Enum):
@@ -18,6 +18,7 @@ class Verdict(str, Enum):
 
     REGRESSION = "regression"  # failed a rule, and (for time and ratios) again on re-run
     UNCONFIRMED = "unconfirmed"  # failed a time or ratio rule once; not (yet) re-run
+    UNDECIDED = "undecided"  # compared, but the data neither show a change nor rule one out
     NOT_GATED = "not gated"  # measured on both sides but cannot be judged; ``message`` says why
     NEW = "new"  # a new benchmark: not in the baseline
     NOT_RUN = "not run"  # in the baseline, not run this time (deselected or skipped)
@@ -31,6 +32,11 @@ class Verdict(str, Enum):
     def gated(self) -> bool:
         gated = (Verdict.REGRESSION, Verdict.UNCONFIRMED, Verdict.IMPROVEMENT, Verdict.UNCHANGED)
         return self in gated
+
+    @property
+    def decided(self) -> bool:
+        """A gated verdict or an undecided one: the two sides were compared on their data."""
+        return self.gated or self is Verdict.UNDECIDED
 
     @property
     def slower(self) -> bool:
@@ -72,9 +78,10 @@ class Decision:
 
 def decide(case: Case, measured: str = "time") -> Decision:
     """The verdict on ``case`` from ``findings`` of the rules for what it ``measured``: a
-    regression when a worse finding is confirmed, unconfirmed when none is; else, for time, not
-    gated when the rounds cannot tell (``TimeRegression.undecided``: a slowdown past the
-    threshold is never unchanged); an improvement on a better finding; else unchanged."""
+    regression when a worse finding is confirmed, unconfirmed when none is; an improvement on a
+    better finding; unchanged only where the data rule out a change of the threshold's size
+    (``NoChange``: for time, its interval inside +-threshold); else undecided, with the reason
+    and what more would decide it. A slowdown past the threshold is never unchanged."""
     found = findings(measured, case)
     worse = [f for f in found if f.worse]
     if worse:
@@ -84,13 +91,21 @@ def decide(case: Case, measured: str = "time") -> Decision:
         verdict = Verdict.REGRESSION if confirmed else Verdict.UNCONFIRMED
         parts = tuple(dict.fromkeys(f.part for f in confirmed if f.part))
         return Decision(verdict, "; ".join(messages), case.first, parts)
-    slower = TimeRegression(case.threshold, case.thresholds.alpha)
-    if measured == "time" and case.first and (reason := slower.undecided(case.first)):
-        why, words = reason
-        return Decision(Verdict.NOT_GATED, f"not gated: {words}", case.first, reason=why)
+    timed = measured == "time" and case.first is not None
+    rule = TimeRegression(case.threshold, case.thresholds.alpha) if timed else None
+    if rule and (reason := rule.undecided(case.first)):
+        return _undecided(case, reason)
     if better := [f.message for f in found if not f.worse]:
         return Decision(Verdict.IMPROVEMENT, "; ".join(better), case.best or case.first)
+    same = NoChange(case.threshold, case.thresholds.alpha) if timed else None
+    if same and not same.shown(case.first, case.best):
+        return _undecided(case, same.not_shown(case.first, case.best))
     return Decision(Verdict.UNCHANGED, unchanged_message(case, measured), case.first)
+
+
+def _undecided(case: Case, reason: tuple[Reason, str]) -> Decision:
+    why, words = reason
+    return Decision(Verdict.UNDECIDED, f"undecided: {words}", case.first, reason=why)
 
 
 def unchanged_message(case: Case, measured: str) -> str:
@@ -104,9 +119,14 @@ def unchanged_message(case: Case, measured: str) -> str:
         return f"per call {counts} (exact, unchanged)"
     first, threshold = case.first, case.threshold
     message = first.describe()
-    slower = TimeRegression(threshold, case.thresholds.alpha)
-    if not slower.testable(first):
-        which = "block than its pair" if first.paired else "round than any baseline round"
-        message += f"; {slower.untested(first)}: no current {which} is slower by more than "
-        message += f"{threshold:.0%}"
-    return message
+    same = NoChange(threshold, case.thresholds.alpha)
+    if not same.testable(first):  # rounds only: pairs are never decided without a test
+        message += f"; {same.untested(first)}: every current round is within {threshold:.0%} "
+        return message + "of every baseline round"
+    if case.best is not None and case.best is not first:
+        best = case.best
+        return message + (
+            f", inside +-{threshold:.0%} of the set's runs (against its fastest run "
+            f"[{best.ratio_low:.3f}, {best.ratio_high:.3f}])"
+        )
+    return message + f", inside +-{threshold:.0%}"

@@ -22,10 +22,9 @@ from perfgate.stats import (
     as_samples,
 )
 from perfgate.verdict.evidence import Evidence, untrusted_reason
-from perfgate.verdict.judge import judge_case
+from perfgate.verdict.judge import judge_case, unmeasured
 from perfgate.verdict.outcome import GateResult, Verdict
 from perfgate.verdict.pairing import declarations_of, same_run_ratios, worst_ratios
-from perfgate.verdict.reason import Reason
 from perfgate.verdict.rules import RatioChange
 from perfgate.verdict.thresholds import Thresholds
 from perfgate.verdict.time_change import TOO_FEW_ROUNDS
@@ -124,16 +123,15 @@ def judge_pairs(
     untrusted: str | None = None,
     ratios: tuple[RatioChange, ...] = (),
     b_first: Sequence[bool] = (),
+    tested: int = 1,
 ) -> GateResult:
     """The verdict on one case from its (baseline block, current block) pairs, by the one judge
     (``judge_case``): the same preconditions, threshold and rules as the gate's. The blocks are
     their own confirmation: a slowdown is a regression at once. ``untrusted``: why the GPU of a
     block session cannot be trusted; ``b_first``: per pair, whether the current block ran
-    first (``compare_paired_blocks``)."""
+    first (``compare_paired_blocks``); ``tested``: the cases of the A/B, tested together."""
     if not pairs:
-        reason = f"{TOO_FEW_ROUNDS} (0 block pairs, needs {MIN_PAIRS})"
-        return GateResult(name, Verdict.NOT_GATED, f"not gated: {reason}",
-                          reason=Reason.TOO_FEW_ROUNDS)  # fmt: skip
+        return unmeasured(name, f"{TOO_FEW_ROUNDS} (0 block pairs, needs {MIN_PAIRS})")
     a_blocks, b_blocks = [a for a, _ in pairs], [b for _, b in pairs]
     before, now = _merged(name, a_blocks), _merged(name, b_blocks)
     medians = [(block_median(a, rounds_per_block), block_median(b, rounds_per_block))
@@ -142,7 +140,7 @@ def judge_pairs(
                                        b_first=b_first)  # fmt: skip
     declared = now.declarations or before.declarations
     evidence = Evidence(name, before, now, declared, tuple(a_blocks), untrusted, ratios=ratios,
-                        paired=comparison)  # fmt: skip
+                        paired=comparison, tested=tested)  # fmt: skip
     return judge_case(evidence, thresholds)
 
 
@@ -150,11 +148,14 @@ def judge_blocks(
     pairs: list[tuple[Run, Run, bool]],
     thresholds: Thresholds,
     rounds_per_block: int | None = None,
+    tested: int | None = None,
 ) -> list[GateResult]:
     """Every case of an A/B's block pairs ((A's block, B's block, whether B ran first), in the
     order they ran), worst first: each compared on the pairs that ran it in both blocks,
     untrusted when another process used a block session's GPU (``untrusted_reason``, paired),
-    with its same-run ratios (``block_ratios``)."""
+    with its same-run ratios (``block_ratios``). The A/B's cases are tested together:
+    ``tested`` of them (default: the cases of these pairs), each one's p-values adjusted for
+    their number, so that sending more cases to an A/B never means more false alarms."""
     a_runs, b_runs = [a for a, _, _ in pairs], [b for _, b, _ in pairs]
     names = sorted(set().union(*(run.benchmarks for run in a_runs + b_runs)))
     untrusted = untrusted_reason(a_runs, b_runs, paired=True) if b_runs else None
@@ -165,7 +166,8 @@ def judge_blocks(
                 if name in a.benchmarks and name in b.benchmarks]  # fmt: skip
         results.append(judge_pairs(name, [(a, b) for a, b, _ in both], thresholds,
                                    rounds_per_block, untrusted, ratios.get(name, ()),
-                                   [first for _, _, first in both]))  # fmt: skip
+                                   [first for _, _, first in both],
+                                   tested or len(names)))  # fmt: skip
     return sorted(results, key=lambda r: (list(Verdict).index(r.verdict), r.name))
 
 

@@ -56,6 +56,15 @@ class Case:
     again: Comparison | None = None
     paired: bool = False
     ratios: tuple[RatioChange, ...] = ()
+    sessions: int = 1  # runs of the baseline (a set's), each saved in a session of its own
+
+
+# What a re-run in the same session cannot tell, said where it is the only confirmation.
+ONE_SESSION = (
+    "a re-run in this session only: against a baseline saved in one session, an offset of "
+    "that session reads the same; a baseline set saved in sessions of their own, or "
+    "`perfgate check` (an A/B against the baseline's commit), confirms across sessions"
+)
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,8 @@ class SlowerTime:
             return [Finding(self.name, message, worse=True)]
         if case.again is not None and rule.fails(case.again):
             message += f"; confirmed by re-run: {case.again.describe()}"
+            if case.sessions <= 1:
+                message += f" ({ONE_SESSION})"
             return [Finding(self.name, message, worse=True)]
         return [Finding(self.name, message, worse=True, confirmed=False)]
 

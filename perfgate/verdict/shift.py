@@ -126,7 +126,8 @@ def judged_on_wall_time(result: GateResult, device_timed: bool) -> bool:
     c = result.comparison
     if device_timed or c is None or c.paired or result.gated_on is not None:
         return False
-    return result.verdict.gated or result.reason in (Reason.NOT_SIGNIFICANT, Reason.TOO_NOISY)
+    compared = (Reason.NOT_SIGNIFICANT, Reason.WIDE_INTERVAL, Reason.TOO_NOISY)
+    return result.verdict.gated or result.reason in compared
 
 
 def detect(results: list[GateResult]) -> Shift | None:

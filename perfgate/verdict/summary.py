@@ -14,13 +14,15 @@ from perfgate.verdict.reason import Reason
 HEADINGS = {
     Verdict.REGRESSION: "Confirmed regressions (fail the run)",
     Verdict.UNCONFIRMED: "Unconfirmed (slower in one pass only; the gate re-runs these)",
+    Verdict.UNDECIDED: "Undecided (the data neither show a change nor rule one out)",
     Verdict.NOT_GATED: "Not gated, with the reason",
     Verdict.NEW: "New benchmarks (not in the baseline)",
     Verdict.IMPROVEMENT: "Improvements",
     Verdict.UNCHANGED: "Unchanged",
     Verdict.NOT_RUN: "In the baseline, not run this time",
 }
-LISTED = (Verdict.REGRESSION, Verdict.UNCONFIRMED, Verdict.NOT_GATED, Verdict.NEW)
+LISTED = (Verdict.REGRESSION, Verdict.UNCONFIRMED, Verdict.UNDECIDED, Verdict.NOT_GATED)
+LISTED += (Verdict.NEW,)
 LISTED += (Verdict.IMPROVEMENT,)
 COLUMNS = ["benchmark", "baseline median", "current median", "change", "p (slower)", "detail"]
 COLUMNS += ["threshold"]
@@ -35,19 +37,28 @@ def environment_difference(baseline: Run, current: Run) -> list[tuple[str, str, 
 
 
 def counts(results: list[GateResult]) -> str:
-    """'12 gated (1 regression, 11 unchanged); 2 not gated (1 too noisy, 1 too few rounds to
-    decide); 1 new; 3 not run': every reason a case is not gated, counted."""
+    """'12 gated (1 regression, 11 unchanged); 2 undecided (2 interval wider than the
+    threshold); 1 not gated (1 too noisy); 1 new; 3 not run': every reason counted."""
     gated = [r for r in results if r.verdict.gated]
     by_verdict = {v: sum(r.verdict is v for r in results) for v in Verdict}
     inside = ", ".join(f"{by_verdict[v]} {v}" for v in Verdict if v.gated and by_verdict[v])
     parts = [f"{len(gated)} gated" + (f" ({inside})" if inside else "")]
-    by_reason = {why: sum(r.reason is why for r in results) for why in Reason}
-    reasons = ", ".join(f"{n} {why}" for why, n in by_reason.items() if n)
-    for verdict in (Verdict.NOT_GATED, Verdict.NEW, Verdict.NOT_RUN):
+    for verdict in (Verdict.UNDECIDED, Verdict.NOT_GATED, Verdict.NEW, Verdict.NOT_RUN):
         if by_verdict[verdict]:
-            why = f" ({reasons})" if verdict is Verdict.NOT_GATED and reasons else ""
-            parts.append(f"{by_verdict[verdict]} {verdict}{why}")
+            parts.append(f"{by_verdict[verdict]} {verdict}{_reasons(results, verdict)}")
     return "; ".join(parts)
+
+
+def _reasons(results: list[GateResult], verdict: Verdict) -> str:
+    """' (2 too noisy, 1 host-bound)': how many of ``verdict`` each reason explains."""
+    reasons = [r.reason for r in results if r.verdict is verdict and r.reason is not None]
+    found = {reason: reasons.count(reason) for reason in dict.fromkeys(reasons)}
+    listed = ", ".join(f"{n} {reason}" for reason, n in sorted(found.items(), key=_most))
+    return f" ({listed})" if listed else ""
+
+
+def _most(item: tuple[Reason, int]) -> tuple[int, str]:
+    return -item[1], item[0].value
 
 
 def machine_shift(results: list[GateResult]) -> str | None:

@@ -1,13 +1,15 @@
 """Whether the rounds of two sides show a time change past a threshold: slower
-(``TimeRegression``), faster (``TimeImprovement``), or neither shown nor excluded (``undecided``).
+(``TimeRegression``), faster (``TimeImprovement``), no change of that size (``NoChange``: the
+data rule it out), or none of these (undecided, with what more would decide it).
 The time rules of ``verdict.rules`` decide through these, on any ``Comparison`` (rounds of two
 runs, or block pairs of an A/B)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from perfgate.stats import MIN_PAIRS, MIN_ROUNDS, Comparison, rounds_needed
+from perfgate.stats import MIN_ROUNDS, Comparison, rounds_needed
 from perfgate.verdict.reason import Reason
 from perfgate.verdict.thresholds import (
     DEFAULT_ALPHA,
@@ -41,16 +43,18 @@ class _TimeRule:
 # re-run): the same distribution reads as a regression on 3 vs 3 rounds at 1e-4 of comparisons
 # with 5 % noise per round, 0.4 % with 10 %, 2 % with 30 % (4 vs 4: 0, 0.05 %, 0.5 %); the gate
 # then re-runs it, and both must fail. A 2x slowdown is caught every time up to 10 % noise; with
-# more noise it is otherwise not gated, never unchanged.
+# more noise it is otherwise undecided, never unchanged. Block pairs have no such shortcut: two
+# pairs of blocks that scatter by +-30 % both read "slower" one time in four, and an A/B has no
+# re-run behind it, so pairs are decided by their t-test alone (3 pairs or more).
 def _decidable_without_test(c: Comparison) -> bool:
-    return min(c.n_baseline, c.n_current) >= (MIN_PAIRS if c.paired else MIN_ROUNDS)
+    return not c.paired and min(c.n_baseline, c.n_current) >= MIN_ROUNDS
 
 
 class TimeRegression(_TimeRule):
     """Slower than the baseline beyond ``threshold`` (fraction), and shown so: where the rounds
     can reach significance, ratio of medians > 1 + threshold, one-sided Mann-Whitney (paired:
-    t-test) p < ``alpha`` and the ratio interval above 1; where they cannot, every current round
-    slower than every baseline round (paired: every block pair) by more than the threshold."""
+    t-test) p < ``alpha`` and the ratio interval above 1; where rounds (never block pairs) cannot,
+    every current round slower than every baseline round by more than the threshold."""
 
     def fails(self, comparison: Comparison) -> str | None:
         # Why both tests: the threshold is a size filter, not a test, and each test can be fooled
@@ -62,25 +66,22 @@ class TimeRegression(_TimeRule):
         if not self.testable(c):
             if not _decidable_without_test(c) or c.round_ratio_low <= limit:
                 return None
-            every = "every current block is slower than its pair" if c.paired else (
-                "every current round is slower than every baseline round")  # fmt: skip
             return (
-                f"slower by {c.change_percent:.1f}% (threshold {self.threshold:.0%}): "
-                f"{every} by at least {c.round_ratio_low - 1:.1%}, {self.untested(c)}: "
-                f"{c.describe()}"
+                f"slower by {c.change_percent:.1f}% (threshold {self.threshold:.0%}): every "
+                f"current round is slower than every baseline round by at least "
+                f"{c.round_ratio_low - 1:.1%}, {self.untested(c)}: {c.describe()}"
             )
         if c.ratio <= limit or c.p_value >= self.alpha or c.ratio_low <= 1.0:
             return None
         return (
             f"slower by {c.change_percent:.1f}% (threshold {self.threshold:.0%}, "
-            f"p={c.p_value:.2g}): {c.describe()}"
+            f"{c.p_words}): {c.describe()}"
         )
 
     def undecided(self, comparison: Comparison) -> tuple[Reason, str] | None:
-        """Why the rounds show neither a slowdown past the threshold nor its absence (the reason
-        and its words), or None:
-        a median slower past the threshold without significance, or too few rounds for a test
-        and rounds that overlap. Such a case is not gated: never called unchanged."""
+        """Why the rounds show a slowdown past the threshold without showing it significantly
+        (the reason and its words), or None: a median slower past the threshold without
+        significance, or too few rounds (or pairs) for a test and rounds that overlap."""
         c, limit = comparison, 1.0 + self.threshold
         if self.fails(c) is not None:
             return None
@@ -89,8 +90,9 @@ class TimeRegression(_TimeRule):
                 return None
             return Reason.NOT_SIGNIFICANT, (
                 f"slower by {c.change_percent:.1f}% (threshold {self.threshold:.0%}) but not "
-                f"significantly (p={c.p_value:.2g}, ratio {c.confidence:.0%} CI "
-                f"[{c.ratio_low:.3f}, {c.ratio_high:.3f}]) on {c.rounds}: too noisy to decide"
+                f"significantly ({c.p_words}, ratio {c.confidence:.0%} CI "
+                f"[{c.ratio_low:.3f}, {c.ratio_high:.3f}]) on {c.rounds}: "
+                f"{more_evidence(c, self.threshold)}"
             )
         if _decidable_without_test(c) and c.round_ratio_high <= limit:
             return None  # no current round is slower than any baseline round past the threshold
@@ -98,16 +100,96 @@ class TimeRegression(_TimeRule):
 
     def _needs(self, c: Comparison) -> str:
         if c.paired:
-            return f"{MIN_PAIRS} pairs, {MIN_ROUNDS} for a t-test"
+            return f"{MIN_ROUNDS} pairs for a t-test"
         if not _decidable_without_test(c):
             return f"{MIN_ROUNDS} a side"
         return f"{rounds_needed(self.alpha)} a side for p < {self.alpha:g}"
 
 
+class NoChange(_TimeRule):
+    """Unchanged, shown: the data rule out a change of ``threshold`` either way (an equivalence
+    statement). Where a test is possible, the ratio's interval lies inside [1 - threshold,
+    1 + threshold]; where rounds (never pairs) are too few for one, every current round lies
+    within the threshold of every baseline round. Against a baseline set, the slower side is
+    bounded against the set's slowest run (``c``) and the faster side against its fastest
+    (``faster``): a run inside the set's own spread is unchanged."""
+
+    def shown(self, c: Comparison, faster: Comparison | None = None) -> bool:
+        return self._bounds(c, faster) is None
+
+    def not_shown(self, c: Comparison, faster: Comparison | None = None) -> tuple[Reason, str]:
+        """Why ``c`` does not show the case unchanged (when ``shown`` is False): too few rounds
+        or pairs, or an interval wider than the threshold, with what more would decide it."""
+        bounds = self._bounds(c, faster)
+        if bounds is None or bounds == "few":
+            needs = f"{MIN_ROUNDS} pairs for a t-test" if c.paired else f"{MIN_ROUNDS} a side"
+            return Reason.TOO_FEW_ROUNDS, f"{TOO_FEW_ROUNDS} ({c.rounds}, needs {needs})"
+        seen, shown_by = bounds
+        low, high = 1.0 - self.threshold, 1.0 + self.threshold
+        return Reason.WIDE_INTERVAL, (
+            f"{c.change_percent:+.1f}%, but {seen} does not rule out a change of "
+            f"{self.threshold:.0%} (unchanged needs it inside [{low:.3f}, {high:.3f}]) on "
+            f"{c.rounds}: {more_evidence(shown_by, self.threshold)}"
+        )
+
+    def _bounds(self, c: Comparison, faster: Comparison | None):
+        """None where the data rule out a change; "few" where they cannot say; else the words
+        for what they show and the comparison that falls short."""
+        low, high = 1.0 - self.threshold, 1.0 + self.threshold
+        against_set = faster is not None and faster is not c
+        faster = faster or c
+        if self.testable(c) and self.testable(faster):
+            if faster.ratio_low >= low and c.ratio_high <= high:
+                return None
+            short = c if c.ratio_high > high else faster
+            seen = f"its ratio's {c.confidence:.0%} CI [{c.ratio_low:.3f}, {c.ratio_high:.3f}]"
+            if against_set:
+                seen += (
+                    f" against the set's slowest run, [{faster.ratio_low:.3f}, "
+                    f"{faster.ratio_high:.3f}] against its fastest,"
+                )
+            return seen, short
+        if _decidable_without_test(c) and _decidable_without_test(faster):
+            if faster.round_ratio_low >= low and c.round_ratio_high <= high:
+                return None
+            spread = f"[{faster.round_ratio_low:.3f}, {c.round_ratio_high:.3f}]"
+            return f"its rounds' ratios {spread}", c
+        return "few"
+
+
+def more_needed(c: Comparison, threshold: float) -> int | None:
+    """About how many pairs (or rounds a side) in all would decide ``c``: narrow its interval
+    inside the threshold around its ratio (unchanged), or clear of 1 where its ratio is past the
+    threshold (a change); None where its interval is unbounded. The interval narrows as one over
+    the square root of the count: an estimate, not a promise."""
+    if not math.isfinite(c.ratio_high) or c.ratio_low <= 0 or c.ratio <= 0:
+        return None
+    n = min(c.n_baseline, c.n_current)
+    half = (math.log(c.ratio_high) - math.log(c.ratio_low)) / 2
+    center, limit = abs(math.log(c.ratio)), math.log1p(threshold)
+    room = limit - center if center < limit else center  # unchanged, else a change shown
+    if room <= 0 or half <= 0:
+        return None if room <= 0 else n
+    return max(n + 1, math.ceil(n * (half / room) ** 2))
+
+
+def more_evidence(c: Comparison, threshold: float | None = None) -> str:
+    """What more would decide ``c``: about how many pairs (or rounds) in all."""
+    unit = "block pairs" if c.paired else "rounds a side"
+    needed = more_needed(c, threshold) if threshold is not None else None
+    if needed is None:
+        return f"more {unit} would show whether that is significant"
+    n = min(c.n_baseline, c.n_current)
+    if needed > 100 * max(n, 1):
+        return (f"its spread is too wide for the threshold: more {unit} would hardly settle it "
+                "(give the test a threshold marker, or measure where it is quieter)")  # fmt: skip
+    return f"about {needed} {unit} in all would decide it"
+
+
 class TimeImprovement(_TimeRule):
     """Mirror of ``TimeRegression``: ratio < 1 - threshold, one-sided "faster" p < ``alpha``,
-    interval below 1; without a possible test, every current round faster than every baseline
-    round by more than the threshold."""
+    interval below 1; without a possible test (rounds, never pairs), every current round faster
+    than every baseline round by more than the threshold."""
 
     def fails(self, comparison: Comparison) -> str | None:
         c = comparison
