@@ -181,6 +181,43 @@ def test_the_readmes_exit_codes_are_the_references():
     assert statuses(table) == statuses(page("exit-codes.md"))
 
 
+def layout_sections(shown: str) -> dict[str, str]:
+    """The layout page's text under each ``### `folder/` `` heading, by folder."""
+    parts = re.split(r"^### `([\w/]+)/`$", shown, flags=re.MULTILINE)
+    return dict(zip(parts[1::2], parts[2::2], strict=True))
+
+
+def test_every_module_of_perfgate_is_on_the_layout_page():
+    sections = layout_sections(page("layout.md"))
+    missing = []
+    for path in sorted((ROOT / "perfgate").rglob("*.py")):
+        folder = path.parent.relative_to(ROOT).as_posix()
+        text = sections.get(folder, "")
+        if path.name == "__init__.py":
+            said = text.strip().split("\n")[0] if text.strip() else ""
+            shown = bool(said) and not said.startswith("|")
+        else:
+            shown = re.search(rf"^\| `{re.escape(path.name)}` \| (?!-)\S", text, re.MULTILINE)
+        if not shown:
+            missing.append(path.relative_to(ROOT).as_posix())
+    assert not missing, f"modules missing from docs/reference/layout.md: {missing}"
+
+
+def test_a_module_without_a_docstring_fails_the_layout(tmp_path):
+    package = tmp_path / "perfgate"
+    (package / "store").mkdir(parents=True)
+    (package / "__init__.py").write_text('"""The harness."""\n')
+    (package / "store" / "__init__.py").write_text('"""The store. It keeps runs."""\n')
+    (package / "store" / "new.py").write_text("x = 1\n")
+    with pytest.raises(ValueError, match="new.py: no docstring"):
+        docs_reference.layout_reference(package)
+    (package / "store" / "new.py").write_text('"""Keeps a run. Then more."""\nx = 1\n')
+    sections = layout_sections(docs_reference.layout_reference(package))
+    assert sections["perfgate"].strip() == "The harness."
+    assert sections["perfgate/store"].strip().startswith("The store.\n")
+    assert "| `new.py` | Keeps a run. |" in sections["perfgate/store"]
+
+
 def test_every_generated_section_is_on_a_page_and_every_marker_names_one():
     pages = [path.read_text(encoding="utf-8") for path in DOCS.rglob("*.md")]
     used = {name for text in pages for name in docs_reference.MARKER.findall(text)}
