@@ -5,7 +5,6 @@ compare`` is tested in test_cli_compare.py."""
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from helpers import error_line, perfgate
+from helpers import assert_png, error_line, perfgate
 
 from perfgate.cli import COMMANDS, main, profile
 from perfgate.format import markdown
@@ -26,7 +25,6 @@ FOLDER = BASELINES / KEY / "Linux-CPython-3.12-64bit"
 CPU_RUN = DATA / "cpu-run.json"
 WHERE = ["--baselines", str(BASELINES), "--hardware", KEY]
 SLOWER = "test_attention[cuda-32x8x128x64-flash-fp16]"
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def table_rows(text: str) -> list[str]:
@@ -34,17 +32,6 @@ def table_rows(text: str) -> list[str]:
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("---")) + 1
     return lines[start : lines.index("", start)]
-
-
-def assert_png(path: Path) -> None:
-    assert path.is_file(), f"{path} was not written"
-    assert path.read_bytes()[:8] == PNG_SIGNATURE, f"{path} is not a PNG"
-    assert path.stat().st_size > 10_000, f"{path} is suspiciously small"
-
-
-def fixture_median(name: str, run: Path) -> float:
-    benchmarks = json.loads(run.read_text())["benchmarks"]
-    return next(b["stats"]["median"] for b in benchmarks if b["name"] == name)
 
 
 # --- errors ------------------------------------------------------------------------------------

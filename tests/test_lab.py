@@ -10,13 +10,14 @@ import json
 import sys
 from pathlib import Path
 
+from helpers import assert_png
+
 import lab.__main__ as lab_command
 
 DATA = Path(__file__).resolve().parent / "data"
 KEY = "NVIDIA-H100-80GB-HBM3"
 FOLDER = DATA / "baselines" / KEY / "Linux-CPython-3.12-64bit"
 CPU_RUN = DATA / "cpu-run.json"
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def lab(*args: str) -> tuple[int, str, str]:
@@ -32,12 +33,6 @@ def error_line(err: str) -> str:
     assert len(lines) == 1 and lines[0].startswith("lab report: error: "), err
     assert "Traceback" not in err
     return lines[0]
-
-
-def assert_png(path: Path) -> None:
-    assert path.is_file(), f"{path} was not written"
-    assert path.read_bytes()[:8] == PNG_SIGNATURE, f"{path} is not a PNG"
-    assert path.stat().st_size > 10_000, f"{path} is suspiciously small"
 
 
 def fixture_median(name: str, run: Path) -> float:

@@ -13,6 +13,8 @@ from pathlib import Path
 from perfgate.format import time_unit
 
 DPI = 110
+
+
 class PlotsUnavailable(RuntimeError):
     """matplotlib is missing; the message says how to install it."""
 
