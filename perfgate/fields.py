@@ -29,6 +29,8 @@ STORED_FUNCTIONS = 100  # Field.TOP_FUNCTIONS: each side stores at least this ma
 # glibc's allocator (functions of its malloc.c): left out of the counted instructions
 # (``measure.instructions``), of the function diff, and stored apart (ALLOCATOR_INSTRUCTIONS)
 ALLOCATOR = "malloc.c:"
+# set in the environment of a callgrind counting process (measure.callgrind): its spec.json
+COUNTING_SPEC = "PERFGATE_CALLGRIND_SPEC"
 
 
 class Field:

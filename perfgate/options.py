@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 GATE_REPORT = "perfgate-results/gate.md"
 DEFAULT_CALLGRIND_REPEATS = 3
 DEFAULT_CALLGRIND_LAYOUTS = 3  # counting processes, each with another heap layout (callgrind.py)
-# set in the environment of a callgrind counting process (measure.callgrind): its spec.json
-COUNTING_SPEC = "PERFGATE_CALLGRIND_SPEC"
 # registered in every session, so a project's marks never warn, asked or not
 MARKERS = (
     "perfgate(family=None, threshold=None, ratios=()): experiment family, a regression threshold "
@@ -170,6 +168,8 @@ def _add_shard(group) -> None:
 
 def counting_spec() -> str | None:
     """The spec of this process where it is a callgrind counting process; None elsewhere."""
+    from perfgate.fields import COUNTING_SPEC  # imported when asked: this module stays light
+
     return os.environ.get(COUNTING_SPEC)
 
 

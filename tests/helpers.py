@@ -60,6 +60,13 @@ def refused_at_the_door(capsys: pytest.CaptureFixture, *args: str) -> str:
     return lines[-1]
 
 
+def assert_png(path: Path) -> None:
+    """``path`` is a PNG of some size (a plot, not an empty file)."""
+    assert path.is_file(), f"{path} was not written"
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    assert path.stat().st_size > 10_000, f"{path} is suspiciously small"
+
+
 def error_line(err: str, command: str) -> str:
     """The one error line of ``err``; anything else there is a "reading ..." progress line."""
     lines = err.splitlines()

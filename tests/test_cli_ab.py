@@ -21,6 +21,7 @@ from helpers import (
 
 from perfgate.ab import blocks, trees
 from perfgate.verdict.paired import compare_paired_blocks
+from perfgate.verdict.rows import AB, GateRow, rows_of
 
 
 def last_error(err: str) -> str:
@@ -30,8 +31,15 @@ def last_error(err: str) -> str:
     return errors[0]
 
 
-def results(path: Path) -> dict[str, dict]:
-    return {row["name"]: row for row in json.loads(path.read_text())["results"]}
+def results(path: Path) -> dict[str, GateRow]:
+    """The rows of an ab.json, read as perfgate reads them (its format checked)."""
+    _, found = rows_of(AB, json.loads(path.read_text()))
+    return {row.name: row for row in found}
+
+
+def ratio_of(row: GateRow) -> float:
+    """B's time over A's."""
+    return 1 + row.change_percent / 100
 
 
 def test_a_commit_that_doubles_the_cost_is_a_regression(repo, tmp_path):
@@ -43,7 +51,7 @@ def test_a_commit_that_doubles_the_cost_is_a_regression(repo, tmp_path):
     )
     assert status == 1, out
     (row,) = results(out_file).values()
-    assert row["verdict"] == "regression" and 1.9 < row["ratio"] < 2.1 and row["pairs"] == 3
+    assert row.verdict == "regression" and 1.9 < ratio_of(row) < 2.1 and row.pairs == 3
     # issue 31: each block says where the A/B is: elapsed, what remains, cases decided
     progress = [line for line in err.splitlines() if line.startswith("A/B blocks ")]
     assert len(progress) == 6 and progress[-1].startswith("A/B blocks 6/6: pair 3 B: 1 cases")
@@ -61,7 +69,7 @@ def test_another_projects_test_paths_against_uncommitted_changes(repo, tmp_path)
                                 "--out", str(out_file), "--", AB_CLOCK)  # fmt: skip
     assert status == 1, out + err
     (row,) = results(out_file).values()
-    assert row["name"].startswith("bench/test_work.py::") and row["verdict"] == "regression"
+    assert row.name.startswith("bench/test_work.py::") and row.verdict == "regression"
 
 
 def test_a_base_that_is_the_tree_under_test_is_refused_before_any_block(repo, tmp_path):
@@ -97,8 +105,8 @@ def test_three_blocks_five_times_slower_is_a_regression(repo, tmp_path):
     )
     assert status == 1, out
     (row,) = results(out_file).values()
-    assert row["verdict"] == "regression" and 4.5 < row["ratio"] < 5.5 and row["pairs"] == 3
-    assert "without a significance test" not in row["message"]
+    assert row.verdict == "regression" and 4.5 < ratio_of(row) < 5.5 and row.pairs == 3
+    assert "without a significance test" not in row.message
     assert "Infinity" not in out_file.read_text()  # strict JSON
     assert "not gated: not gated" not in out
 
@@ -123,7 +131,7 @@ def test_an_unchanged_commit_is_not_slower(repo, tmp_path):
     )
     assert status == 0, out
     (row,) = results(out_file).values()
-    assert row["verdict"] == "unchanged" and 0.95 < row["ratio"] < 1.05
+    assert row.verdict == "unchanged" and 0.95 < ratio_of(row) < 1.05
     assert worktrees(repo) == 1
 
 
@@ -154,8 +162,8 @@ def test_an_interrupt_removes_the_worktree_and_keeps_what_it_decided(repo, tmp_p
     assert status == 130 and "stopped (interrupted)" in err and "--resume" in err
     assert seen and not seen[0].exists() and worktrees(repo) == 1
     (row,) = results(out_file).values()
-    assert row["verdict"] == "undecided" and "stopped (interrupted)" in row["message"]
-    assert json.loads(out_file.read_text())["remaining"] == [row["name"]]
+    assert row.verdict == "undecided" and "stopped (interrupted)" in row.message
+    assert json.loads(out_file.read_text())["remaining"] == [row.name]
 
 
 @pytest.mark.parametrize(
@@ -329,10 +337,10 @@ def test_a_drift_in_time_is_a_regression_in_the_old_order_only(repo, tmp_path, m
                                 "--out", str(out_file), "--", AB_CLOCK)  # fmt: skip
     (row,) = results(out_file).values()
     if order.endswith("(before)"):  # B ran after A in every pair: 4 % slower, falsely
-        assert status == 1 and row["verdict"] == "regression" and row["ratio"] > 1.03, out
+        assert status == 1 and row.verdict == "regression" and ratio_of(row) > 1.03, out
     else:  # the drift cancels across the two orders
-        assert status in (0, 6) and row["verdict"] != "regression", out + err
-        assert abs(row["ratio"] - 1) < 0.01
+        assert status in (0, 6) and row.verdict != "regression", out + err
+        assert abs(ratio_of(row) - 1) < 0.01
 
 
 def test_what_running_writes_in_the_tree_is_not_a_change_of_it(repo):

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 from helpers import git, perfgate
 
-from perfgate.cli.bisect_steps import BAD, GOOD, SKIP, _unclear, judge
+from perfgate.ab.bisect_steps import BAD, GOOD, SKIP, _unclear, judge
+from perfgate.verdict.outcome import Verdict
 
 BENCHMARK = """\
 import time
@@ -114,7 +115,7 @@ def test_a_commit_where_the_case_does_not_run_is_skipped(project, monkeypatch, t
     assert status == 1, out + err
     assert "is not slower than GOOD" in out
     assert re.search(rf"^{commits[2][:10]} .* good ", out, re.M)
-    from perfgate.cli.bisect_steps import SKIP, step_main
+    from perfgate.ab.bisect_steps import SKIP, step_main
 
     git(repo, "checkout", "-q", commits[1])
     try:
@@ -169,7 +170,7 @@ def test_ctrl_c_leaves_the_repository_as_it_was(project, monkeypatch, tmp_path):
     def interrupted(*_):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("perfgate.cli.bisect.step_main", interrupted)
+    monkeypatch.setattr("perfgate.ab.bisect.step_main", interrupted)
     status, _, err = bisect(repo, monkeypatch, tmp_path, commits[0], commits[-1], "-k", "x")
     assert status == 130 and "left as it was" in err
     assert state(repo) == before
@@ -178,7 +179,7 @@ def test_ctrl_c_leaves_the_repository_as_it_was(project, monkeypatch, tmp_path):
 def test_a_threshold_past_100_percent_reaches_each_step_as_written(project, monkeypatch, tmp_path):
     """150 % is a threshold (a case 2.5 times slower); bisect hands it to its steps as written,
     and the step's parser, the same declaration, reads it the same way."""
-    from perfgate.cli import bisect_steps
+    from perfgate.ab import bisect_steps
 
     repo, commits = project
     steps = []
@@ -187,7 +188,7 @@ def test_a_threshold_past_100_percent_reaches_each_step_as_written(project, monk
         steps.append(argv)
         return bisect_steps.GOOD
 
-    monkeypatch.setattr("perfgate.cli.bisect.step_main", measured_good)
+    monkeypatch.setattr("perfgate.ab.bisect.step_main", measured_good)
     status, out, err = bisect(repo, monkeypatch, tmp_path, commits[0], commits[-1], "-k", "x",
                               "--threshold", "150%")  # fmt: skip
     assert status == 1 and "nothing to bisect" in out, err
@@ -220,8 +221,8 @@ def test_judge_decides_by_the_gates_time_rule(tmp_path, current, verdict, unclea
     now = write_run(tmp_path / "now.json", current)
     found, cases = judge(good, now, threshold=0.10, alpha=0.01)
     assert found == verdict
-    assert cases[0]["name"] == "test_wait"
+    assert cases[0].name == "test_wait"
     assert _unclear(cases) == unclear
     if unclear:
-        assert cases[0]["verdict"] == "undecided"
-        assert cases[0]["message"].startswith("undecided: too few rounds to decide (6 baseline")
+        assert cases[0].verdict is Verdict.UNDECIDED
+        assert cases[0].message.startswith("undecided: too few rounds to decide (6 baseline")

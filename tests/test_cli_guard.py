@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from helpers import AB_CLOCK, COST_BENCHMARK, commit, cost_project, git, perfgate, worktrees
 
-from perfgate.cli import bisect, main
+from perfgate.ab import bisect
+from perfgate.cli import main
 from perfgate.report import dashboard
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -389,7 +389,7 @@ def test_an_interrupted_night_keeps_its_blocks_and_resume_finishes_it(repo, tmp_
     assert verdicts(results)[WORK]["verdict"] == "regression"
     assert len(first) == 2 and len(again) == 4 and not set(first) & set(again)
     ab = json.loads((results / "ab.json").read_text())
-    assert ab["complete"] and ab["results"][0]["pairs"] == 3
+    assert ab["complete"] and ab["rows"][0]["pairs"] == 3
 
 
 def test_a_time_limited_night_says_what_remains_and_exits_75(repo, tmp_path):

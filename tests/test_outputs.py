@@ -53,7 +53,6 @@ def test_benchmark_json_under_a_file_stops_before_the_first_benchmark(
 COMMANDS = {
     "dashboard": ["dashboard", "--baselines", "nowhere"],
     "history": ["history", "x", "--baselines", "nowhere", "--hardware", "K"],
-    "report": ["report", "--baselines", "nowhere", "--hardware", "K"],
     "profile": ["profile", "perf_tests/test_sdpa.py::test_attention"],
     "bisect": ["bisect", "HEAD~1", "HEAD", "-k", "x"],
     "ab": ["ab", "HEAD"],

@@ -140,8 +140,7 @@ def test_asked_gate_uses_the_projects_storage_and_paths(project, monkeypatch):
 
 
 def test_the_command_line_finds_this_machines_key_without_torch(monkeypatch):
-    from perfgate.measure.machine import hardware_key
-    from perfgate.store.baseline import this_machine_key
+    from perfgate.measure.machine import hardware_key, this_machine_key
 
     monkeypatch.setitem(sys.modules, "torch", None)  # perfgate installed without perfgate[torch]
     assert this_machine_key() == hardware_key(use_cuda=False)

@@ -118,8 +118,6 @@ def test_the_cli_never_takes_a_run_dated_in_the_future_as_the_newest(folder):
     where = ["--baselines", str(folder.parent), "--hardware", KEY]
     status, _, err = perfgate("compare", *where, "--json")
     assert status == 0, err
-    status, _, said = perfgate("report", *where)
-    assert status == 2 and "0004_base.json has none of them" in said  # not a lab run
     status, text, _ = perfgate("compare", *where)
     assert status == 0 and "0003_base.json" in text and "0004_base.json" in text
     assert "0005" not in text

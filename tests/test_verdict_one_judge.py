@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from helpers import entry, perfgate, rounds, run_json, run_of
 
+from perfgate.ab import bisect_steps
 from perfgate.ab.order import b_first
 from perfgate.benchmark import Run, run_from_json
-from perfgate.cli import bisect_steps
 from perfgate.verdict import Verdict, judge, nightly, parse_thresholds
 from perfgate.verdict.noise import DEVICE_CLOCK, DEVICE_FLOOR
 from perfgate.verdict.paired import judge_blocks
@@ -93,9 +93,8 @@ def five_paths(tmp_path: Path, a: Side, b: Side, given: str | None = None) -> di
     night = nightly.night(stored, why, paired)
     paths["nightly"] = (night.verdict, night.row.reason, paired.threshold)
     step, cases = bisect_steps.judge(a_file, b_file, thresholds.default, 0.01, a_file)
-    (case,) = [c for c in cases if c["name"] == NAME.split("::")[-1]]
-    reason = Reason(case["reason"]) if case["reason"] else None
-    paths["bisect"] = (Verdict(case["verdict"]), reason, case["threshold"], step)
+    (case,) = [c for c in cases if c.name == NAME.split("::")[-1]]
+    paths["bisect"] = (case.verdict, case.reason, case.threshold, step)
     return paths
 
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from helpers import entry, rounds, run_json, single
 
+from perfgate.ab.bisect_steps import BAD, GOOD, SKIP
+from perfgate.ab.bisect_steps import judge as bisect_judge
 from perfgate.benchmark import Benchmark
-from perfgate.cli.bisect_steps import BAD, GOOD, SKIP
-from perfgate.cli.bisect_steps import judge as bisect_judge
 from perfgate.session.baseline import GATE_NOT_RUN
 from perfgate.stats import MIN_PAIRS, MIN_ROUNDS, compare_samples, rounds_needed
 from perfgate.verdict import Thresholds, Verdict, judge

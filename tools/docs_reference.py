@@ -8,6 +8,7 @@ with the code (tests/test_docs.py checks that every command and option appears).
 from __future__ import annotations
 
 import argparse
+import ast
 import configparser
 import inspect
 import re
@@ -23,6 +24,7 @@ from docs_tables import (  # noqa: E402
     cell,
     exit_codes_reference,
     fields_reference,
+    first_paragraph,
     gate_json_reference,
     table,
     verdicts_reference,
@@ -196,7 +198,37 @@ def tox_reference() -> str:
     return table(["environment", "what it runs"], rows)
 
 
+# --- the layout of perfgate/ (each module's docstring) -------------------------------------------
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(])")
+
+
+def summary_line(path: Path) -> str:
+    """The first sentence of a module's docstring: its line on the layout page. ValueError for a
+    module without one, so that the build names it."""
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+    if not doc:
+        raise ValueError(f"{path}: no docstring (its first sentence is its line in the layout)")
+    return SENTENCE_END.split(" ".join(first_paragraph(doc).split()), maxsplit=1)[0]
+
+
+def layout_reference(package: Path = ROOT / "perfgate") -> str:
+    """Every module of the harness, folder by folder, with the first sentence of its docstring: a
+    folder's own sentence is its ``__init__.py``'s."""
+    parts = []
+    folders = sorted({path.parent for path in package.rglob("*.py")})  # the package first
+    for folder in folders:
+        name = folder.relative_to(package.parent).as_posix()
+        parts += [f"### `{name}/`", ""]
+        if (folder / "__init__.py").is_file():
+            parts += [cell(summary_line(folder / "__init__.py")), ""]
+        modules = [path for path in sorted(folder.glob("*.py")) if path.name != "__init__.py"]
+        rows = [[f"`{path.name}`", cell(summary_line(path))] for path in modules]
+        parts += [table(["module", "what it is"], rows), ""] if rows else []
+    return "\n".join(parts)
+
+
 SECTIONS: dict[str, Callable[[], str]] = {
+    "layout": layout_reference,
     "cli": cli_reference,
     "pytest-plugin": plugin_reference,
     "pytest-suite": suite_reference,

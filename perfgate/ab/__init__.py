@@ -10,7 +10,9 @@ one judge's (``verdict.paired``); this package only runs things.
 - ``gpus``: the GPUs to spread the blocks over; ``order``: the block order, the cases per GPU;
 - ``server`` (runs in the child) and ``blocks``: the long-lived block processes;
 - ``journal``: the completed blocks, on disk; ``engine``: the schedule over GPUs, progress,
-  time limit; ``compare``: one A/B end to end; ``night``: the nightly; ``fanin``: its shards.
+  time limit; ``compare``: one A/B end to end; ``night``: the nightly; ``fanin``: its shards;
+- ``bisect`` and ``bisect_steps``: ``perfgate bisect``, GOOD and each commit in worktrees of their
+  own; ``processes``: the child pytest and git of bisect and ``perfgate profile``.
 """
 
 

@@ -1,11 +1,11 @@
 """One A/B end to end: A's worktree, the block processes of both trees on each GPU, the cases
 both trees collect, split over the GPUs, the counterbalanced block pairs (``engine``) kept in the
 journal, and the one judge's verdict on each case (``verdict.paired``). ``perfgate ab`` and the
-nightly run it; what it did is an ``AbRun``, written as ``ab.json`` by ``as_json``."""
+nightly run it; what it did is an ``AbRun``, written as ``ab.json`` by ``as_json`` (verdict rows,
+versioned: ``verdict.rows``)."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +17,7 @@ from perfgate.ab.engine import Block, Engine, Outcome, Pair
 from perfgate.ab.order import A, B, lanes_of
 from perfgate.benchmark import Run
 from perfgate.progress import Progress
-from perfgate.verdict import paired
+from perfgate.verdict import paired, rows
 from perfgate.verdict.judge import unmeasured
 from perfgate.verdict.nightly import AB_DECIDED
 from perfgate.verdict.outcome import GateResult, Verdict
@@ -223,26 +223,23 @@ def verdicts(outcome: Outcome, cases: list[str], judged, commit: str, stopped: s
     return AbRun(commit, results, remaining, stopped, only, lanes)
 
 
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
-
-
 def as_json(run: AbRun, options: AbOptions) -> dict:
-    """ab.json: strict JSON (an unbounded interval is null, never Infinity)."""
-    rows = []
-    for r in run.results:
-        c = r.comparison
-        row = {"name": r.name, "verdict": r.verdict.value, "message": r.message,
-               "reason": r.reason.value if r.reason else None, "threshold": r.threshold,
-               "threshold_source": r.threshold_source,
-               "pairs": c.n_baseline if c else 0}  # fmt: skip
-        for key in ("ratio", "ratio_low", "ratio_high", "p_value"):
-            row[key] = _finite(getattr(c, key)) if c else None
-        rows.append(row)
-    return {"base_ref": options.base_ref, "base_commit": run.commit, "blocks": options.blocks,
-            "order": "counterbalanced: A B, B A, ...", "lanes": run.lanes,
-            "complete": run.stopped is None, "stopped": run.stopped,
-            "remaining": run.remaining, "only_in": run.only, "results": rows}  # fmt: skip
+    """ab.json: a file of verdict rows (``verdict.rows``, versioned) with what the A/B did."""
+    done = [rows.GateRow.of(result).as_json() for result in run.results]
+    order = "counterbalanced: A B, B A, ..."
+    return rows.written(
+        rows.AB,
+        done,
+        base_ref=options.base_ref,
+        base_commit=run.commit,
+        blocks=options.blocks,
+        order=order,
+        lanes=run.lanes,
+        complete=run.stopped is None,
+        stopped=run.stopped,
+        remaining=run.remaining,
+        only_in=run.only,
+    )
 
 
 def remaining_note(run: AbRun, journal_folder: Path) -> str | None:

@@ -13,8 +13,9 @@ from pathlib import Path
 from perfgate import arguments, store
 from perfgate.benchmark import Run
 from perfgate.cli.project import setting_path
+from perfgate.measure.machine import this_machine_key
 from perfgate.report.common import matches as matches  # re-exported (cli.compare)
-from perfgate.store.baseline import candidates, key_folder, this_machine_key
+from perfgate.store.baseline import candidates, key_folder
 from perfgate.store.baseline import set_of as baseline_set_of  # noqa: F401 (cli.compare)
 
 RESULTS = Path("perfgate-results")  # where the commands write by default

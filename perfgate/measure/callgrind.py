@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from perfgate.fields import ALLOCATOR, STORED_FUNCTIONS, stable_name
+from perfgate.fields import ALLOCATOR, COUNTING_SPEC, STORED_FUNCTIONS, stable_name
 from perfgate.measure.callgrind_process import (
     environment,
     no_address_randomization,
@@ -29,7 +29,6 @@ from perfgate.measure.callgrind_process import (
     scratch_parent,
 )
 from perfgate.measure.callgrind_requests import LIBRARY_NAME
-from perfgate.options import COUNTING_SPEC
 
 TOOLS = ("valgrind", "callgrind_annotate")
 LAYOUT_VARIABLE = "PERFGATE_CALLGRIND_LAYOUT"  # which heap layout a counting process takes

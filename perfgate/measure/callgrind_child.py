@@ -2,7 +2,7 @@
 how it counts one benchmarked call (``Counter.count``).
 
 ``main`` shifts the heap layout, then runs pytest on the selected tests with the caller's options;
-perfgate's plugin, seeing ``options.COUNTING_SPEC``, hands every ``benchmark(...)`` and
+perfgate's plugin, seeing ``fields.COUNTING_SPEC``, hands every ``benchmark(...)`` and
 ``benchmark.pedantic(...)`` call to ``Counter.count`` instead of timing it. Everything before the
 call (imports, fixtures, the test's own setup) runs with instrumentation off, at near native
 speed; the call itself is run once uninstrumented (warm-up: a compiled model compiles here), then

@@ -39,6 +39,17 @@ def hardware_key(use_cuda: bool) -> str:
     return slug(f"{cpu_model()}-{os.cpu_count()}cores")
 
 
+def this_machine_key() -> str:
+    """This machine's hardware key, for a command outside pytest (a session has its own): its
+    GPU where torch sees one, else its CPU. Imports torch where installed: ask only when a key
+    is needed."""
+    try:
+        import torch
+    except ImportError:  # perfgate without its torch extra: a CPU key
+        return hardware_key(use_cuda=False)
+    return hardware_key(use_cuda=torch.cuda.is_available())
+
+
 def software_versions() -> dict:
     """Versions that change performance without changing hardware: Python always; torch, CUDA,
     cuDNN and Triton where the session imported torch (a session without it does not pay for

@@ -21,19 +21,6 @@ def key_folder(root: Path, key: str) -> Path:
     return Path(root) / key
 
 
-def this_machine_key() -> str:
-    """This machine's hardware key, for a command outside pytest (a session has its own): its
-    GPU where torch sees one, else its CPU. Imports torch where installed: ask only when a key
-    is needed."""
-    from perfgate.measure.machine import hardware_key
-
-    try:
-        import torch
-    except ImportError:  # perfgate without its torch extra: a CPU key
-        return hardware_key(use_cuda=False)
-    return hardware_key(use_cuda=torch.cuda.is_available())
-
-
 def choose(
     wanted: object, folder: Path, no_runs: str | None = None, counted: bool | None = None
 ) -> tuple[Run, list[Run]]:

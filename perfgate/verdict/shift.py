@@ -24,8 +24,8 @@ one case among many still fails; a change that slows most cases alike reads as t
 (count instructions to see such a change: they do not move), and so does a slowdown that leaves
 a case's fastest rounds where they were. Device-timed kernels are left out: their sessions
 differ by about 1 %, and the nightly's A/B settles them. The rule, its constants and its rates
-come from ``tools/shift_simulation.py`` (tests/test_verdict_shift.py) and the loaded-machine
-runs of docs/gate-validation/cpu-shared-runner/.
+come from ``docs/gate-validation/scripts/shift_simulation.py`` (tests/test_verdict_shift.py) and
+the loaded-machine runs of docs/gate-validation/cpu-shared-runner/.
 """
 
 from __future__ import annotations

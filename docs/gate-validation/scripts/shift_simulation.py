@@ -4,7 +4,7 @@ each case feels to its own degree, with noisier rounds), a baseline session and 
 gate's confirmation re-run in the same (still loaded) session, judged by perfgate's own judge
 with and without the machine-shift rule (``perfgate.verdict.shift``).
 
-    python tools/shift_simulation.py --sessions 400 --cases 12
+    python docs/gate-validation/scripts/shift_simulation.py --sessions 400 --cases 12
 
 Prints, per scenario, the share of sessions with a confirmed regression on unchanged code (false
 alarm), and the share in which one case slowed by a factor was caught, naming it alone.

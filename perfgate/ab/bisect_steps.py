@@ -1,6 +1,7 @@
 """One step of ``perfgate bisect``: measure the case at the checked-out commit, judge it against
-GOOD's measurement, log the step, and answer ``git bisect run`` (0 good, 1 bad, 125 skip, 128
-abort the bisection)."""
+GOOD's measurement (``verdict.bisect.step_of``), log the step (``verdict.bisect.StepRow``, one
+versioned line each), and answer ``git bisect run`` (0 good, 1 bad, 125 skip, 128 abort the
+bisection)."""
 
 from __future__ import annotations
 
@@ -10,22 +11,23 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from perfgate.ab import AbError
+from perfgate.ab import processes as children
 from perfgate.ab.children import git
 from perfgate.arguments import add_alpha, add_fraction, add_test_paths
-from perfgate.cli import children
-from perfgate.cli.guard import CommandError
-from perfgate.cli.history_runs import load
 from perfgate.report.tables import render
+from perfgate.store import load
+from perfgate.verdict.bisect import Said, Step, StepRow, step_of, step_row, unclear
 from perfgate.verdict.evidence import evidence
 from perfgate.verdict.judge import judge_all
-from perfgate.verdict.outcome import Verdict
+from perfgate.verdict.rows import GateRow
 from perfgate.verdict.thresholds import DEFAULT_ALPHA, Thresholds
 
-GOOD, BAD, SKIP, ABORT = 0, 1, 125, 128
-SLOWER = (str(Verdict.REGRESSION), str(Verdict.UNCONFIRMED))  # a bad commit, in the gate's words
+GOOD, BAD, SKIP = Step.GOOD, Step.BAD, Step.SKIP
+ABORT = 128  # git bisect run stops the bisection
 
 
-class BisectError(CommandError):
+class BisectError(AbError):
     """A bisection that cannot go on; the message says what to do."""
 
 
@@ -72,8 +74,8 @@ def judge(
     threshold: float | None,
     alpha: float,
     earlier_good: Path | None = None,
-) -> tuple[int, list]:
-    """(GOOD/BAD/SKIP, one dict per case measured on both sides) for a measurement, decided by
+) -> tuple[Step, list[GateRow]]:
+    """(GOOD/BAD/SKIP, one row per case measured on both sides) for a measurement, decided by
     the one judge as the gate decides a first pass (``verdict.judge.judge_case``: the same
     preconditions and rules, at the gate's threshold for each case: ``threshold`` given, else the
     test's marker, else from GOOD's measured noise, never below the device floor). BAD when a
@@ -89,33 +91,18 @@ def judge(
     for name, found in both.items():
         if name in earlier:
             both[name] = replace(found, again=(earlier[name], found.now))
-    cases = []
-    for result in judge_all(both, thresholds):
-        c = result.comparison
-        cases.append(
-            {
-                "name": both[result.name].now.name,
-                "change_percent": c.change_percent if c else None,
-                "p_value": c.p_value if c else None,
-                "threshold": result.threshold,
-                "threshold_source": result.threshold_source,
-                "verdict": str(result.verdict),
-                "reason": str(result.reason) if result.reason else None,
-                "message": result.message,
-            }
-        )
-    if any(c["verdict"] in SLOWER for c in cases):
-        return BAD, cases
-    return (SKIP if not cases or _unclear(cases) else GOOD), cases
+    results = judge_all(both, thresholds)
+    cases = [replace(GateRow.of(r), name=both[r.name].now.name) for r in results]
+    return step_of(case.verdict for case in cases), cases
 
 
-def _unclear(cases: list) -> bool:
-    return any(Verdict(c["verdict"]) in (Verdict.NOT_GATED, Verdict.UNDECIDED) for c in cases)
+def _unclear(cases: list[GateRow]) -> bool:
+    return unclear(case.verdict for case in cases)
 
 
-def _log(path: Path, entry: dict) -> None:
+def _log(path: Path, row: StepRow) -> None:
     with path.open("a") as stream:
-        stream.write(json.dumps(entry) + "\n")
+        stream.write(json.dumps(row.as_json(), allow_nan=False) + "\n")
 
 
 def step_main(argv: list[str], cwd: Path | None = None) -> int:
@@ -125,14 +112,14 @@ def step_main(argv: list[str], cwd: Path | None = None) -> int:
     args = _parser().parse_args(argv[: argv.index("--")] if "--" in argv else argv)
     try:
         commit = git(cwd, "rev-parse", "HEAD")
-        entry = {"commit": commit, "subject": git(cwd, "log", "-1", "--format=%s")}
+        entry = StepRow(commit, git(cwd, "log", "-1", "--format=%s"), Said.SKIP)
         stem = "good" if args.measure_good else commit[:12]
         result, why = _measure(args, stem, extra, cwd)
         if result is None:
-            _log(args.log, {**entry, "verdict": "skip", "reason": why})
+            _log(args.log, replace(entry, reason=why))
             return SKIP
         if args.measure_good:
-            _log(args.log, {**entry, "verdict": "GOOD (reference)", "reason": ""})
+            _log(args.log, replace(entry, said=Said.REFERENCE))
             return GOOD
         return _judge_step(args, entry, result, extra, cwd)
     except Exception as error:  # any failure of the step itself must stop the bisection
@@ -140,66 +127,69 @@ def step_main(argv: list[str], cwd: Path | None = None) -> int:
         return ABORT
 
 
-def _judge_step(args, entry: dict, result: Path, extra: list[str], cwd: Path) -> int:
+def _judge_step(args, entry: StepRow, result: Path, extra: list[str], cwd: Path) -> Step:
     """GOOD/BAD/SKIP for a measurement, measuring again where one look can mislead."""
-    stem = entry["commit"][:12]
+    stem = entry.commit[:12]
     verdict, cases = judge(args.good_json, result, args.threshold, args.alpha)
     reason = "" if cases else "no case in common with GOOD"
     if cases and _unclear(cases):
         # neither slower nor shown not to be: one wrong "good" sends git bisect the wrong
         # way, so measure once more and go by the second measurement (still unclear: skip)
-        _log(args.log, {**entry, "verdict": "unclear", "cases": cases, "reason": ""})
+        _log(args.log, replace(entry, said=Said.UNCLEAR, cases=cases))
         result, why = _measure(args, stem + "-again", extra, cwd)
         if result is None:
-            _log(args.log, {**entry, "verdict": "skip", "reason": why})
+            _log(args.log, replace(entry, reason=why))
             return SKIP
         verdict, cases = judge(args.good_json, result, args.threshold, args.alpha)
         reason = "measured again" if verdict != SKIP else "measured again: " + _why(cases)
     if verdict == BAD:
         # A/B: a slow session can make every round late; GOOD measured now must agree
-        _log(args.log, {**entry, "verdict": "bad?", "cases": cases, "reason": "vs GOOD at start"})
+        at_first = replace(entry, said=Said.BAD_AT_FIRST, cases=cases, reason="vs GOOD at start")
+        _log(args.log, at_first)
         fresh, why = _measure(args, f"good-now-{stem}", extra, args.good_checkout)
         if fresh is None:
             raise BisectError(f"GOOD no longer measures: {why}")
         verdict, cases = judge(fresh, result, args.threshold, args.alpha, args.good_json)
         reason = "vs GOOD measured again now"
-    words = {GOOD: "good", BAD: "bad", SKIP: "skip"}
-    _log(args.log, {**entry, "verdict": words[verdict], "cases": cases, "reason": reason})
+    _log(args.log, replace(entry, said=Said.of(verdict), cases=cases, reason=reason))
     return verdict
 
 
-def _why(cases: list) -> str:
-    return "; ".join(f"{c['name']}: {c['message']}" for c in cases if _unclear([c]))
+def _why(cases: list[GateRow]) -> str:
+    return "; ".join(f"{c.name}: {c.message}" for c in cases if _unclear([c]))
 
 
-def _cases_text(cases: list) -> str:
-    def one(c: dict) -> str:
-        if c.get("change_percent") is None:
-            return f"{c['name']} ({c.get('verdict', '?')})"
-        change = f"{c['change_percent']:+.1f} % (p={c['p_value']:.2g}"
-        return f"{c['name']} {change}, {c.get('verdict', '?')})"
+def _cases_text(cases: list[GateRow]) -> str:
+    def one(c: GateRow) -> str:
+        if c.change_percent is None:
+            return f"{c.name} ({c.verdict})"
+        p_value = "?" if c.p_value is None else f"{c.p_value:.2g}"
+        return f"{c.name} {c.change_percent:+.1f} % (p={p_value}, {c.verdict})"
 
     return "; ".join(one(c) for c in cases)
 
 
+def read_log(log: Path) -> list[StepRow]:
+    """The steps logged so far (RowsError, one line, for a line this perfgate cannot read)."""
+    lines = log.read_text(encoding="utf-8").splitlines() if log.is_file() else []
+    return [step_row(json.loads(line)) for line in lines if line.strip()]
+
+
 def log_table(log: Path) -> str:
     """The steps so far as a table: commit, subject, verdict, measured change vs GOOD."""
-    if not log.is_file():
+    steps = read_log(log)
+    if not steps:
         return "no step was measured\n"
-    entries = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     rows = [
-        [e["commit"][:10], e["subject"][:40], e["verdict"], _cases_text(e.get("cases", [])),
-         e.get("reason", "")]
-        for e in entries
-    ]  # fmt: skip
+        [s.commit[:10], s.subject[:40], s.said.value, _cases_text(s.cases), s.reason] for s in steps
+    ]
     headers = ["commit", "subject", "verdict", "change vs GOOD", "note"]
     return render(headers, rows, False) + "\n"
 
 
 def regression_of(log: Path, commit: str) -> str:
     """What was measured at ``commit`` (the first bad one), from the log."""
-    for line in reversed(log.read_text().splitlines()):
-        entry = json.loads(line)
-        if entry["commit"] == commit and entry.get("cases"):
-            return "  measured there vs GOOD: " + _cases_text(entry["cases"])
+    for step in reversed(read_log(log)):
+        if step.commit == commit and step.cases:
+            return "  measured there vs GOOD: " + _cases_text(step.cases)
     return "  (no measurement of it in the log)"

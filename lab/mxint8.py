@@ -3,10 +3,8 @@ the CuTe kernel, and a Linear layer with dense vs MXINT8 weights."""
 
 from __future__ import annotations
 
-from perfgate.fields import Fact, Field
-from perfgate.format import MISSING, fmt_bytes, fmt_percent, fmt_rate, fmt_ratio, fmt_time, slug
-from perfgate.report import plots
-from perfgate.report.common import (
+from lab import plots
+from lab.common import (
     Case,
     Figures,
     grouped,
@@ -15,6 +13,8 @@ from perfgate.report.common import (
     power_of_two,
     shape_text,
 )
+from perfgate.fields import Fact, Field
+from perfgate.format import MISSING, fmt_bytes, fmt_percent, fmt_rate, fmt_ratio, fmt_time, slug
 from perfgate.report.tables import render
 
 # mase-cuda's CuTe dequantization kernel on one H100: 0.64 TB/s effective at 2^25 elements,

@@ -1,7 +1,7 @@
-"""The child processes of the commands beyond the A/B's: a pytest command line (``pytest``), run
-with its output in a log or streamed (``run``, ``stream``); and, on git as ``perfgate.ab.children``
-runs it (one ``git``, one child ``environment`` for both), a commit named or not, a worktree added
-and removed, and a long run's transcript. A child pytest is a session of its own, never taken for
+"""The child processes of bisect and ``perfgate profile``: a pytest command line (``pytest``), run
+with its output in a log or streamed (``run``, ``stream``); and, on git as ``children`` runs it
+(one ``git``, one child ``environment`` for both), a commit named or not, a worktree added and
+removed, and a long run's transcript. A child pytest is a session of its own, never taken for
 an xdist worker (pytest-benchmark turns itself off in one).
 
 A long child runs in a session (and process group) of its own (``session``): on Ctrl-C, SIGTERM

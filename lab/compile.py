@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from lab import plots
+from lab.common import Case, Figures, grouped, of_test, ordered
 from perfgate.fields import Fact
 from perfgate.format import MISSING, fmt_iqr, fmt_ratio, fmt_time
-from perfgate.report import plots
-from perfgate.report.common import Case, Figures, grouped, of_test, ordered
 from perfgate.report.tables import render
 
 BASE_MODE = "eager"

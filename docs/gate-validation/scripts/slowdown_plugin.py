@@ -1,6 +1,7 @@
 """A pytest plugin that makes chosen benchmarks deliberately slower, to prove the gate sees it.
 
-Not for real runs. ``pytest perf_tests -p tools.slowdown_plugin --perf-gate`` with
+Not for real runs. ``PYTHONPATH=docs/gate-validation/scripts pytest perf_tests -p slowdown_plugin
+--perf-gate`` with
 ``PERFGATE_SLOWDOWN`` set to one of:
 - ``dequantize-twice``: the Triton dequantization kernel is launched twice per call.
 - ``sdpa-15``: every fused attention call does 15 % more work (an extra call on a 15 % slice).

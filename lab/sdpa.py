@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import shlex
 
+from lab import plots
+from lab.common import Case, Figures, grouped, of_test, ordered, shape_text
 from perfgate.fields import Fact
 from perfgate.format import MISSING, fmt_ratio, fmt_time, slug
-from perfgate.report import plots
-from perfgate.report.common import Case, Figures, grouped, of_test, ordered, shape_text
 from perfgate.report.tables import render
 
 BASELINE = "naive"

@@ -3,7 +3,8 @@ the ids of the tests that passed; with --compare-with, fail when a test that pas
 other run does not pass in this one. ``tox -e pytest-benchmark-suite`` runs it alone, then with
 perfgate installed: perfgate must change nothing pytest-benchmark's suite can see.
 
-    python tools/pytest_benchmark_suite.py OUT.json [--compare-with ALONE.json]
+    python docs/gate-validation/scripts/pytest_benchmark_suite.py OUT.json \
+        [--compare-with ALONE.json]
 """
 
 from __future__ import annotations

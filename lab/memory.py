@@ -3,10 +3,10 @@ the theoretical 74.2 %, and where the difference goes."""
 
 from __future__ import annotations
 
+from lab import plots
+from lab.common import Case, Figures, grouped, of_test, ordered
 from perfgate.fields import Fact, Field
 from perfgate.format import MISSING, fmt_bytes, fmt_percent, fmt_time
-from perfgate.report import plots
-from perfgate.report.common import Case, Figures, grouped, of_test, ordered
 from perfgate.report.tables import render
 
 # 8 bits per value plus one 8-bit scale per group of 32, against 32 bits (MXINT8.md): 74.2 %.
