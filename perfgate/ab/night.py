@@ -25,7 +25,9 @@ from perfgate.ab import AbError, children, journal, trees
 from perfgate.ab.compare import INTERRUPTED, AbOptions, AbRun, as_json, run_ab
 from perfgate.ab.order import ratio_groups
 from perfgate.benchmark import Run
+from perfgate.format import terminal
 from perfgate.report.nightly import markdown
+from perfgate.store import lineage
 from perfgate.verdict import nightly as policy
 from perfgate.verdict import rows as gate_rows
 from perfgate.verdict.thresholds import Thresholds
@@ -173,8 +175,20 @@ def base_commit(options: NightlyOptions, root: Path) -> str:
     try:  # the baseline's own code may be the tree's: an honest A/A, no --base-ref HEAD
         return trees.resolve_commit(root, commit, "the baseline's commit")
     except AbError:
-        raise AbError(f"the baseline's commit {commit[:12]} is not in {root} (a shallow clone? "
-                      "check out with full history, fetch-depth: 0)") from None  # fmt: skip
+        raise AbError(missing_commit(commit, run.path, root)) from None
+
+
+def missing_commit(commit: str, run_file: Path | None, root: Path) -> str:
+    """One line for a baseline whose commit this checkout lacks: what is true (not in this
+    repository's history; a shallow clone only where it is one), the note kept beside the run,
+    and how to go on."""
+    name = f" ({run_file.name})" if run_file is not None else ""
+    note = lineage.note_of(run_file)
+    noted = f"; its note: {terminal(note)}" if note else ""
+    return (f"the baseline's commit {commit[:12]}{name} is {lineage.NOT_IN_HISTORY}"
+            f"{lineage.shallow_note(root)}{noted}; give --base-ref REF (a commit on the main "
+            "line with the baseline's code), or promote a baseline run of a commit on the main "
+            "line")  # fmt: skip
 
 
 def run_nightly(options: NightlyOptions, out, err) -> int:
