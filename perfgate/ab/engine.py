@@ -76,8 +76,8 @@ class Plan:
             where = f" on GPU {gpus[i]}" if i < len(gpus) and gpus[i] is not None else ""
             pairs = sum(len(self.todo[name]) for name in cases)
             about = f", about {duration(self.seconds[i])}" if self.seconds[i] is not None else ""
-            found.append(f"lane {i + 1}{where}: {len(cases)} cases, {pairs} case pairs to run"
-                         f"{about}")  # fmt: skip
+            found.append(f"lane {i + 1}{where}: {len(cases)} cases, {pairs} of their block "
+                         f"pairs to run{about}")  # fmt: skip
         return found
 
 
