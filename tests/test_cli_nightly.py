@@ -180,8 +180,10 @@ def test_a_missing_baseline_commit_names_a_shallow_clone_and_prints_the_runs_not
     monkeypatch.chdir(clone)
     baseline = tmp_path / "0001_base.json"
     write_baseline(baseline, "0" * 40)
-    (tmp_path / "0001_base.note").write_text("Recorded on a rebased branch;\nits code is on "
-                                             "main as abc1234: \x1b[31m--base-ref abc1234\n")
+    (tmp_path / "0001_base.note").write_text(
+        "Recorded on a rebased branch;\nits code is on "
+        "main as abc1234: \x1b[31m--base-ref abc1234\n"
+    )
     results = tmp_path / "results"
     write_gate(results, row(verdict="unconfirmed", change=5.0))
     status, _, err = nightly(results, "--baseline", str(baseline))

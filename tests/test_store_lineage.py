@@ -34,8 +34,7 @@ def history(tmp_path: Path) -> tuple[Path, str, str]:
     return repo, first, side
 
 
-def test_a_commit_off_heads_history_is_named_and_a_shallow_clone_only_when_it_is(history,
-                                                                                 tmp_path):  # fmt: skip
+def test_a_commit_off_heads_history_is_named_and_a_shallow_clone_only_when_so(history, tmp_path):
     repo, first, side = history
     assert lineage.not_in_history(first, repo) is None
     for commit in (side, "f" * 40):  # a rebased branch's commit; one the clone never had

@@ -200,8 +200,11 @@ def verdicts(outcome: Outcome, cases: list[str], judged, commit: str, stopped: s
              only: dict[str, list[str]], lanes: int) -> AbRun:  # fmt: skip
     """Each case judged on the block pairs that ran it; one the A/B stopped before is not
     gated."""
-    results = [r for names, pairs in outcome.groups if pairs for r in judged(pairs)
-               if r.name in set(names) & set(cases)]  # fmt: skip
+    wanted = set(cases)
+    results = []
+    for names, pairs in outcome.groups:
+        kept = wanted & set(names)
+        results += [r for r in judged(pairs) if r.name in kept] if pairs and kept else []
     seen = {r.name for r in results}
     for name in cases:
         if name not in seen:

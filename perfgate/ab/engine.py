@@ -235,6 +235,12 @@ class Engine:
         try:
             for pair in sorted({p for name in cases for p in self.plan.todo[name]}):
                 self._pair(lane, pair, [n for n in cases if pair in self.plan.todo[n]])
+        except _Deadline:  # those of its cases that are not decided remain (verdicts)
+            self.remaining[lane] = list(cases)
+            return
+        except _Stopped:
+            return
+        try:
             again = sorted(undecided(self.verdicts(cases, self.pairs)))
             if again and self.more:
                 more = range(self.pairs, self.pairs + self.more)
@@ -245,8 +251,8 @@ class Engine:
                                     "block pairs for them")  # fmt: skip
                 for pair in more:
                     self._pair(lane, pair, left[pair])
-        except _Deadline as stop:
-            self.remaining[lane] = list(stop.args[0])
+        except _Deadline:
+            self.remaining[lane] = again
         except _Stopped:
             pass
 
@@ -254,7 +260,7 @@ class Engine:
         if not cases:
             return
         if self.deadline is not None and self.clock() + self._pace() * 2 > self.deadline:
-            raise _Deadline(cases)
+            raise _Deadline
         for label in pair_order(pair):
             if self.stopping.is_set():
                 raise _Stopped
