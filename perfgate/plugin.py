@@ -147,7 +147,8 @@ class Asked:
             stopped = True
             raise
         finally:
-            loop_ended(self.config, stopped)
+            controller = self.state.controller
+            loop_ended(self.config, stopped, controller is not None and controller.measured())
             if self.state.interrupts is not None:  # nothing left to stop: save and report first
                 self.state.interrupts.hold(session)
 

@@ -56,6 +56,7 @@ def test_a_commit_that_doubles_the_cost_is_a_regression(repo, tmp_path):
     progress = [line for line in err.splitlines() if line.startswith("A/B blocks ")]
     assert len(progress) == 6 and progress[-1].startswith("A/B blocks 6/6: pair 3 B: 1 cases")
     assert "1 of 1 cases decided" in progress[-1] and "elapsed, about" in progress[0]
+    assert "\n  lane 1: 1 cases, 3 of their block pairs to run\n" in err  # the plan, no costs
     assert "test_work: regression: slower by" in out and "1 gated (1 regression)" in out
     assert worktrees(repo) == 1  # the base worktree is gone
 

@@ -168,7 +168,34 @@ def test_a_baseline_commit_missing_from_the_clone_is_one_line(repo, tmp_path):
     write_gate(results, row(verdict="unconfirmed", change=5.0))
     status, _, err = nightly(results, "--baseline", str(baseline))
     assert status == 2
-    assert "the baseline's commit 000000000000 is not in" in error_line(err, "nightly")
+    line = error_line(err, "nightly")
+    assert "the baseline's commit 000000000000 (0001_base.json) is not in this repository's " \
+           "history; give --base-ref REF" in line  # fmt: skip
+    assert "promote a baseline run of a commit on the main line" in line
+    assert "shallow" not in line  # a full clone: the advice to fetch more would not help
+
+
+def test_a_missing_baseline_commit_names_a_shallow_clone_and_prints_the_runs_note(
+    repo, tmp_path, monkeypatch
+):
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{repo}", str(clone))
+    monkeypatch.chdir(clone)
+    baseline = tmp_path / "0001_base.json"
+    write_baseline(baseline, "0" * 40)
+    (tmp_path / "0001_base.note").write_text(
+        "Recorded on a rebased branch;\nits code is on "
+        "main as abc1234: \x1b[31m--base-ref abc1234\n"
+    )
+    results = tmp_path / "results"
+    write_gate(results, row(verdict="unconfirmed", change=5.0))
+    status, _, err = nightly(results, "--baseline", str(baseline))
+    assert status == 2
+    line = error_line(err, "nightly")
+    assert "is not in this repository's history (this clone is shallow: fetch its full " \
+           "history, fetch-depth: 0)" in line  # fmt: skip
+    assert "its note: Recorded on a rebased branch; its code is on main as abc1234: " \
+           "\\x1b[31m--base-ref abc1234; give --base-ref REF" in line  # fmt: skip
 
 
 def test_missing_gate_json_is_one_line(repo, tmp_path):

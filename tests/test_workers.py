@@ -108,6 +108,7 @@ def test_two_xdist_workers_give_one_merged_run_and_the_unsharded_verdicts(
     # a gate that found a regression saves nothing as a baseline: the merged run is kept aside
     assert [p.name for p in saved_runs(cases_project)] == ["0001_base.json"]
     assert "NOT saved as a baseline: the gate found confirmed regressions" in output
+    assert "no case was measured" not in output  # the controller measures none: its workers do
 
 
 @pytest.mark.slow
@@ -124,6 +125,7 @@ def test_xdist_workers_save_one_merged_baseline_that_the_gate_then_reads(cases_p
     gated = sharded_run(cases_project, "-p", "xdist", "-n", "2", "--perf-gate")
     assert gated.ret == 0, gated.stdout.str()
     gated.stdout.fnmatch_lines(["*5 gated*"])
+    assert "no case was measured" not in gated.stdout.str() + gated.stderr.str()
 
 
 @pytest.mark.parametrize(

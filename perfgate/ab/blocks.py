@@ -2,7 +2,14 @@
 first request, asked for the collection and then for each block, closed at the end (or killed,
 on an interrupt). A block's results are pytest-benchmark's ``--benchmark-json``, read through the
 store; the GPU health it records does not count the A/B's own processes as others on the GPU
-(the other tree's process on the same GPU, idle while this one runs)."""
+(the other tree's process on the same GPU, idle while this one runs).
+
+Each tree's processes compile into a cache of that tree's own (``compile_cache``: Inductor's
+and Triton's, kept with the A/B's blocks): a case that compiles in its warm-up pays the
+compilation in its tree's first block, and its later blocks (and a resumed A/B's) load what was
+compiled; the two trees never share one, so neither reuses the other's work. A case that times
+a cold start gives itself empty caches (``torch._inductor.utils.fresh_inductor_cache``), as it
+must anyway, and keeps paying it."""
 
 from __future__ import annotations
 
@@ -35,11 +42,25 @@ def not_written(path: Path, error: OSError) -> AbError:
     )
 
 
+COMPILE_CACHE = "compile-cache"  # beside the blocks: one folder per tree
+
+
+def compile_cache(folder: Path, label: str) -> dict[str, str]:
+    """The environment that gives tree ``label``'s block processes their own compile caches,
+    under ``folder``: Inductor's (TORCHINDUCTOR_CACHE_DIR: compiled graphs, autotuning) and
+    Triton's (TRITON_CACHE_DIR: compiled kernels)."""
+    tree = folder / COMPILE_CACHE / label
+    return {"TORCHINDUCTOR_CACHE_DIR": str(tree / "inductor"),
+            "TRITON_CACHE_DIR": str(tree / "triton")}  # fmt: skip
+
+
 class BlockProcess:
-    """The block process of tree ``label`` (``tree``) on ``gpu`` (None: no GPU set)."""
+    """The block process of tree ``label`` (``tree``) on ``gpu`` (None: no GPU set); its
+    sessions run with ``compile_cache(folder, label)`` in their environment."""
 
     def __init__(self, tree: Path, label: str, gpu: str | None, folder: Path):
         self.tree, self.label, self.gpu, self.folder = tree, label, gpu, folder
+        self.environ = compile_cache(folder, label)
         self.process: subprocess.Popen | None = None
         self._requests = self._replies = None
 
@@ -68,7 +89,8 @@ class BlockProcess:
             self._requests = os.fdopen(request_fd, "w", encoding="utf-8")
             self._replies = os.fdopen(reply_fd, encoding="utf-8")
         try:
-            self._requests.write(json.dumps({"args": args, "log": str(log)}) + "\n")
+            request = {"args": args, "log": str(log), "environ": self.environ}
+            self._requests.write(json.dumps(request) + "\n")
             self._requests.flush()
             reply = self._replies.readline()
         except (OSError, ValueError):  # closed under us: an interrupt is stopping the A/B

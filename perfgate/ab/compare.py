@@ -12,9 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from perfgate.ab import blocks, journal, trees
+from perfgate.ab import blocks, engine, journal, trees
 from perfgate.ab.engine import Block, Engine, Outcome, Pair
-from perfgate.ab.order import A, B, lanes_of
+from perfgate.ab.order import A, B
 from perfgate.benchmark import Run
 from perfgate.progress import Progress
 from perfgate.verdict import paired, rows
@@ -42,7 +42,7 @@ class AbOptions:
     resume: bool = False
     deadline: float | None = None  # time.monotonic() by which the A/B stops starting blocks
     wanted: list[str] | None = None  # only these cases (the nightly's); None: all collected
-    costs: dict[str, float] | None = None  # seconds a case takes, to balance the GPUs
+    costs: dict[str, float] | None = None  # seconds a block of a case takes, to balance the GPUs
     groups: dict[str, str] | None = None  # cases that must share a session (ratio partners)
     same_allowed: bool = False  # A may be the tree under test (the nightly's baseline commit)
 
@@ -70,10 +70,10 @@ class Processes:
         self.trees, self.gpus, self.folder, self.pytest_args = trees, gpus, folder, pytest_args
         self.processes: dict[tuple[int, str], blocks.BlockProcess] = {}
 
-    def _process(self, lane: int, label: str) -> blocks.BlockProcess:
-        key = (lane, label)
+    def _process(self, gpu: int, label: str) -> blocks.BlockProcess:
+        key = (gpu, label)
         if key not in self.processes:
-            self.processes[key] = blocks.BlockProcess(self.trees[label], label, self.gpus[lane],
+            self.processes[key] = blocks.BlockProcess(self.trees[label], label, self.gpus[gpu],
                                                       self.folder)  # fmt: skip
         return self.processes[key]
 
@@ -104,8 +104,8 @@ class Processes:
         finally:  # an interrupt: run_ab kills the processes, which ends the threads
             pool.shutdown(wait=False)
 
-    def run(self, block: Block, report: Path, log: Path) -> Run:
-        process = self._process(block.lane, block.label)
+    def run(self, block: Block, gpu: int, report: Path, log: Path) -> Run:
+        process = self._process(gpu, block.label)
         run = blocks.run_block(process, list(block.cases), self.pytest_args, report, log)
         return blocks.without_our_processes(run, self.pids())
 
@@ -162,30 +162,33 @@ def _run(options: AbOptions, processes, commit: str, tree: str, err, clock) -> A
             for label, other in ((A, B), (B, A))}  # fmt: skip
     if not both:
         return AbRun(commit, [], only=only)
-    lanes = lanes_of(both, len(options.gpus), options.costs, options.groups)
-    plan = {"base_commit": commit, "tree": tree, "lanes": lanes, "gpus": options.gpus,
-            "blocks": options.blocks, "more_blocks": options.more_blocks,
-            "pytest_args": options.pytest_args,
-            "rounds_per_block": options.rounds_per_block}  # fmt: skip
-    kept = journal.Journal.open(options.journal, plan, options.resume)
-    processes.warm(lanes)
-    used = sum(1 for cases in lanes if cases)
+    # the cases, not their lanes: a resumed A/B plans its lanes again, from what it measured
+    wanted = {"base_commit": commit, "tree": tree, "cases": both, "gpus": options.gpus,
+              "blocks": options.blocks, "more_blocks": options.more_blocks,
+              "pytest_args": options.pytest_args,
+              "rounds_per_block": options.rounds_per_block}  # fmt: skip
+    kept = journal.Journal.open(options.journal, wanted, options.resume)
+    plan = engine.plan(both, options.blocks, options.more_blocks, len(options.gpus), kept,
+                       options.costs, options.groups)  # fmt: skip
+    processes.warm(plan.lanes)
+    used = sum(1 for cases in plan.lanes if cases)
     print(
         f"A/B of {len(both)} cases on {used} GPU lane(s), {options.blocks} counterbalanced "
         f"block pairs (A B, B A, ...); blocks kept in {options.journal}",
+        *plan.lines(options.gpus),
+        sep="\n  ",
         file=err,
         flush=True,
     )
-    with Progress(2 * options.blocks * used, "A/B blocks", err, clock=clock) as progress:
-        engine = Engine(lanes, options.blocks, options.more_blocks, processes, kept,
-                        judge(options, len(both)), progress, options.deadline,
-                        clock)  # fmt: skip
+    with Progress(plan.blocks(), "A/B blocks", err, clock=clock) as progress:
+        runs = Engine(plan, options.blocks, options.more_blocks, processes, kept,
+                      judge(options, len(both)), progress, options.deadline, clock)  # fmt: skip
         stopped = None
         try:
-            outcome = engine.run()
+            outcome = runs.run()
         except KeyboardInterrupt:
             stopped = INTERRUPTED
-            outcome = Outcome([engine.pairs_of(lane) for lane in range(len(lanes))], lanes)
+            outcome = runs.interrupted()
     if not outcome.complete:
         stopped = stopped or TIME_LIMIT
     done = verdicts(outcome, both, judge(options, len(both)), commit, stopped, only, used)
@@ -210,8 +213,13 @@ def judge(options: AbOptions, cases: int | None = None) -> Callable[[list[Pair]]
 
 def verdicts(outcome: Outcome, cases: list[str], judged, commit: str, stopped: str | None,
              only: dict[str, list[str]], lanes: int) -> AbRun:  # fmt: skip
-    """Each lane's cases judged on its pairs; a case the A/B stopped before is not gated."""
-    results = [r for pairs in outcome.pairs for r in judged(pairs) if r.name in cases]
+    """Each case judged on the block pairs that ran it; one the A/B stopped before is not
+    gated."""
+    wanted = set(cases)
+    results = []
+    for names, pairs in outcome.groups:
+        kept = wanted & set(names)
+        results += [r for r in judged(pairs) if r.name in kept] if pairs and kept else []
     seen = {r.name for r in results}
     for name in cases:
         if name not in seen:

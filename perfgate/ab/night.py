@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shlex
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable
@@ -24,7 +25,9 @@ from perfgate.ab import AbError, children, journal, trees
 from perfgate.ab.compare import INTERRUPTED, AbOptions, AbRun, as_json, run_ab
 from perfgate.ab.order import ratio_groups
 from perfgate.benchmark import Run
+from perfgate.format import terminal
 from perfgate.report.nightly import markdown
+from perfgate.store import lineage
 from perfgate.verdict import nightly as policy
 from perfgate.verdict import rows as gate_rows
 from perfgate.verdict.thresholds import Thresholds
@@ -83,6 +86,37 @@ def failing_tests(junit: Path) -> int:
     root = ElementTree.parse(junit).getroot()
     suites = [root] if root.tag == "testsuite" else list(root)
     return sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+
+
+def junit_name(node_id: str) -> tuple[str, str]:
+    """The (classname, name) pytest's junit XML gives the case ``node_id``: its path dotted
+    without ``.py``, its classes, then the test and its parameters."""
+    path, bracket, params = node_id.partition("[")
+    names = path.split("::")
+    names[0] = re.sub(r"\.py$", "", names[0].replace("/", "."))
+    names[-1] += bracket + params
+    return ".".join(names[:-1]), names[-1]
+
+
+def case_seconds(junit: Path, names: list[str]) -> dict[str, float]:
+    """Seconds each of ``names`` took in the stored comparison, as its junit XML says (setup,
+    warm-up, compile, rounds and teardown: what one block of it costs); none without the
+    file."""
+    if not junit.is_file():
+        return {}
+    try:
+        root = ElementTree.parse(junit).getroot()
+    except ElementTree.ParseError:
+        return {}
+    took = {(case.get("classname", ""), case.get("name", "")): case.get("time", "")
+            for case in root.iter("testcase")}  # fmt: skip
+    found = {}
+    for name in names:
+        try:
+            found[name] = max(float(took[junit_name(name)]), 0.0)
+        except (KeyError, ValueError):
+            continue
+    return found
 
 
 def read_verdicts(path: Path, parse: Callable, missing: AbError, what: str):
@@ -146,8 +180,20 @@ def base_commit(options: NightlyOptions, root: Path) -> str:
     try:  # the baseline's own code may be the tree's: an honest A/A, no --base-ref HEAD
         return trees.resolve_commit(root, commit, "the baseline's commit")
     except AbError:
-        raise AbError(f"the baseline's commit {commit[:12]} is not in {root} (a shallow clone? "
-                      "check out with full history, fetch-depth: 0)") from None  # fmt: skip
+        raise AbError(missing_commit(commit, run.path, root)) from None
+
+
+def missing_commit(commit: str, run_file: Path | None, root: Path) -> str:
+    """One line for a baseline whose commit this checkout lacks: what is true (not in this
+    repository's history; a shallow clone only where it is one), the note kept beside the run,
+    and how to go on."""
+    name = f" ({run_file.name})" if run_file is not None else ""
+    note = lineage.note_of(run_file)
+    noted = f"; its note: {terminal(note)}" if note else ""
+    return (f"the baseline's commit {commit[:12]}{name} is {lineage.NOT_IN_HISTORY}"
+            f"{lineage.shallow_note(root)}{noted}; give --base-ref REF (a commit on the main "
+            "line with the baseline's code), or promote a baseline run of a commit on the main "
+            "line")  # fmt: skip
 
 
 def run_nightly(options: NightlyOptions, out, err) -> int:
@@ -185,15 +231,15 @@ def run_nightly(options: NightlyOptions, out, err) -> int:
 
 
 def ab_options(options: NightlyOptions, commit: str, names: list[str]) -> AbOptions:
-    """The A/B of the flagged ``names``, balanced over the GPUs by the stored comparison's
-    durations, ratio partners together."""
+    """The A/B of the flagged ``names``, balanced over the GPUs by the seconds each took in the
+    stored comparison (a block's cost, not only its timed rounds), ratio partners together."""
     stored = store.load(options.results / "nightly.json") if (
         options.results / "nightly.json").is_file() else None  # fmt: skip
     return AbOptions(
         commit, list(options.tests), options.blocks, options.more_blocks, None,
         options.pytest_args, Thresholds(default=options.target), options.results,
         options.journal, options.gpus, options.resume, options.deadline, names,
-        parts.durations(stored) if stored else None,
+        case_seconds(options.results / "junit.xml", names),
         ratio_groups(stored, names) if stored else None,
         same_allowed=True,  # --base-ref was checked before any work; the baseline's may be B
     )  # fmt: skip

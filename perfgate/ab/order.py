@@ -6,12 +6,15 @@ on B in one pair and on A in the next, and the paired statistics (``verdict.pair
 two orders equally, so it cancels for any number of pairs; with the old order (A B A B) it landed
 on B in every pair. Each pair is the two neighbouring blocks, whichever ran first.
 
-A case keeps its lane (its GPU) for its A and its B blocks. Cases go to lanes in groups (a case
-with the partners of its same-run ratios, which must run in one session), longest first onto the
-least loaded lane, as ``--perf-shard`` splits a matrix.
+A case's A and B blocks of one pair share a lane (a GPU). Cases go to lanes in groups (a case
+with the partners of its same-run ratios, which must run in one session), by the seconds their
+blocks take (``block_seconds``: what the journal measured, else the stored comparison's), longest
+first onto the least loaded lane, as ``--perf-shard`` splits a matrix.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from perfgate import parts
 from perfgate.benchmark import Run
@@ -43,6 +46,26 @@ def lanes_of(names: list[str], lanes: int, costs: dict[str, float] | None = None
     groups = groups or {name: test_function(name) for name in names}
     part = parts.split(list(names), costs or {}, lanes, groups)
     return [sorted(n for n in names if part[n] == lane + 1) for lane in range(lanes)]
+
+
+def block_seconds(names: list[str], stored: dict[str, float],
+                  ran: Iterable[tuple[Iterable[str], float]]) -> dict[str, float]:  # fmt: skip
+    """Seconds a block of each of ``names`` takes, where known: the mean of its share of the
+    blocks that ran it (``ran``: each block's cases and seconds, shared among them in proportion
+    to ``stored``, a case without one weighing as the mean of those with one), else ``stored``
+    (the stored comparison's seconds of each case, its setup, warm-up and compile included)."""
+    shares: dict[str, list[float]] = {}
+    for cases, seconds in ran:
+        known = [stored[name] for name in cases if name in stored]
+        weights = {name: stored.get(name, sum(known) / len(known) if known else 1.0)
+                   for name in cases}  # fmt: skip
+        total = sum(weights.values())
+        for name, weight in weights.items():
+            share = weight / total if total > 0 else 1 / len(weights)
+            shares.setdefault(name, []).append(seconds * share)
+    found = {name: stored[name] for name in names if name in stored}
+    found.update({name: sum(s) / len(s) for name, s in shares.items() if name in set(names)})
+    return found
 
 
 def ratio_groups(run: Run, names: list[str]) -> dict[str, str]:

@@ -5,18 +5,20 @@ a CUDA context and the collection's imports each time.
 Run by path in the child (``children.start_server``), never imported as ``perfgate.ab.server``:
 the tree's own ``perfgate`` (A's is older) is the one its sessions load. It imports only the
 standard library and pytest. Requests come one JSON line at a time on the file descriptor in
-argv[1]: ``{"args": [pytest arguments], "log": "path"}``; each is answered on argv[2] with
-``{"status": pytest's exit status}`` once the session ended, its output in ``log``, or with
-``{"errno": N, "error": "...", "path": "..."}`` when the session could not write (a full disk),
-and then the process ends. The process ends when the requests end (the parent closed them, or
-died).
+argv[1]: ``{"args": [pytest arguments], "log": "path", "environ": {variables to set}}``; each
+is answered on argv[2] with ``{"status": pytest's exit status}`` once the session ended, its
+output in ``log``, or with ``{"errno": N, "error": "...", "path": "..."}`` when the session could
+not write (a full disk), and then the process ends. The process ends when the requests end (the
+parent closed them, or died). The variables (the tree's compile caches,
+``blocks.compile_cache``) are set before the session, so before anything compiles: Inductor and
+Triton read them when they first need them.
 
 What a session leaves for the next in this process, both trees alike: imported modules (the
-tests', torch's), the CUDA context, compiled kernels in memory (a case that measures a cold start
-resets them itself), the CPU's description (py-cpuinfo's, read once: a third of a second a
-session); pytest-benchmark's nothing (each session has its own). The GPU memory that torch's
-allocator keeps is given back after each session, so the other tree's process on the same GPU
-finds it free.
+tests', torch's), the CUDA context, compiled kernels in memory and in the tree's compile cache
+on disk (a case that measures a cold start resets them itself), the CPU's description
+(py-cpuinfo's, read once: a third of a second a session); pytest-benchmark's nothing (each
+session has its own). The GPU memory that torch's allocator keeps is given back after each
+session, so the other tree's process on the same GPU finds it free.
 """
 
 import copy
@@ -73,6 +75,7 @@ def remember_cpu_info() -> None:
 def serve(requests, replies) -> None:
     for line in requests:
         request = json.loads(line)
+        os.environ.update(request.get("environ") or {})
         try:
             answer = {"status": run_session(request["args"], request["log"])}
         except OSError as error:  # its log or results could not be written: said by the parent

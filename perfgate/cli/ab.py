@@ -143,7 +143,8 @@ class Ab(Command):
 def add_run_options(parser) -> None:
     """The options ``ab`` and ``nightly`` share: GPUs, time limit, resume."""
     parser.add_argument("--gpus", metavar="G",
-                        help="GPUs to spread the blocks over, a case keeping its GPU: auto (the "
+                        help="GPUs to spread the blocks over by what each case's blocks "
+                        "cost, its A and B blocks of a pair on one GPU: auto (the "
                         "devices CUDA_VISIBLE_DEVICES lists, else one), a count, or a list "
                         "such as 0,1 (default: auto)")  # fmt: skip
     parser.add_argument("--time-limit", metavar="T",

@@ -20,6 +20,7 @@ from perfgate.cli.guard import CommandError
 from perfgate.cli.runs import store_root
 from perfgate.fields import RunField
 from perfgate.progress import Progress
+from perfgate.store import lineage
 from perfgate.store.merge import MergeError, merge_shards
 
 MERGE_REFUSED = 3
@@ -73,6 +74,9 @@ def run_merge(args: argparse.Namespace, out, err) -> int:
         root = store_root(args.baselines)
         key = merged["machine_info"][RunField.PERFGATE].get(RunField.HARDWARE_KEY) or "unknown"
         folder = root.path / key if root.per_hardware else root.path  # as the plugin saves
+        commit = (merged.get("commit_info") or {}).get("id")
+        if reason := lineage.not_in_history(commit, Path.cwd()):
+            raise CommandError(f"not saved: {reason}")
         try:
             saved = store.save(folder, machine_id(merged["machine_info"]), args.save, merged)
         except OSError as error:

@@ -22,13 +22,14 @@ from perfgate.session.baseline import warn
 from perfgate.store.saving import held_signals
 
 
-def loop_ended(config: pytest.Config, stopped: bool) -> None:
+def loop_ended(config: pytest.Config, stopped: bool, workers_measured: bool = False) -> None:
     """After the main loop (``stopped``: by Ctrl-C or SIGTERM): results without a round (a
     Ctrl-C in a case's first one) are dropped; where none is left, pytest-benchmark is told to
     save nothing, and one line says so (its own "Not saving anything" warning would be a
-    traceback under ``filterwarnings = error``)."""
+    traceback under ``filterwarnings = error``), unless ``workers_measured``: an xdist
+    controller times nothing itself, and saves its workers' merged run on its own."""
     _pytest_benchmark.drop_unmeasured(config)
-    if _pytest_benchmark.save_nothing(config):
+    if _pytest_benchmark.save_nothing(config) and not workers_measured:
         stopped_how = (
             "interrupted before any case was measured" if stopped else "no case was measured"
         )

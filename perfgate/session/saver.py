@@ -1,5 +1,6 @@
 """``--benchmark-save`` inside a pytest session: the run goes through the store (atomic,
-exclusive), and never as a baseline when the session did not finish cleanly or its gate failed."""
+exclusive), and never as a baseline when the session did not finish cleanly, its gate failed, or
+its commit is not in the repository's history (``store.lineage``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from perfgate import _pytest_benchmark, store
 from perfgate.fields import with_bounded_data
 from perfgate.session.baseline import BaselineChoice, warn
-from perfgate.store import saving
+from perfgate.store import lineage, saving
 
 
 class Saver:
@@ -25,7 +26,10 @@ class Saver:
     def __call__(self, run_json: dict, name: str) -> None:
         run_json = with_bounded_data(run_json)  # a saved run keeps at most KEPT_ROUNDS a case
         machine_id = _pytest_benchmark.machine_id(self.config)
-        outcome = saving.save_run(run_json, name, Path(self.config.rootpath), self._unclean(),
+        root = Path(self.config.rootpath)
+        commit = (run_json.get("commit_info") or {}).get("id")
+        unclean = self._unclean() or lineage.not_in_history(commit, root)
+        outcome = saving.save_run(run_json, name, root, unclean,
                                   lambda kept: store.save_file(self.choice.key_folder, machine_id,
                                                                name, kept))  # fmt: skip
         warn(self.config, outcome.line)

@@ -199,6 +199,10 @@ class Controller:
                 self.problem = f"the workers' runs cannot be merged: {error}"
         return self.merged
 
+    def measured(self) -> bool:
+        """Whether a worker that is done sent a run with a case in it."""
+        return any(json.loads(s[RUN]).get("benchmarks") for s in self.sent.values() if s.get(RUN))
+
     def confirmation(self) -> dict | None:
         sent = {w: json.loads(s[GATE]) for w, s in self.sent.items() if s.get(GATE)}
         parts = {w: part["confirmation"] for w, part in sent.items() if part["confirmation"]}
