@@ -18,6 +18,7 @@ from perfgate.ab import AbError
 from perfgate.cli import ab, bisect, compare, dashboard, guard, history, merge, nightly, profile
 from perfgate.cli import report as lab_report
 from perfgate.cli.command import Command
+from perfgate.cli.comment import Comment
 from perfgate.cli.guard import CommandError
 from perfgate.outputs import BadOutput
 from perfgate.report.dashboard import DashboardError
@@ -28,7 +29,7 @@ from perfgate.verdict.steps import StepsUnavailable
 INTERRUPTED = 130  # exit status after Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
 COMMANDS: tuple[type[Command], ...] = (
     compare.Compare, history.History, lab_report.Report, profile.Profile, ab.Ab,
-    nightly.Nightly, dashboard.Dashboard, bisect.Bisect, merge.Merge,
+    nightly.Nightly, dashboard.Dashboard, bisect.Bisect, merge.Merge, Comment,
 )  # fmt: skip
 # what a command cannot do, said in one line: the store's, the A/B's, the report's and the steps'
 ONE_LINE = (StoreError, AbError, PlotsUnavailable, BadOutput, StepsUnavailable, DashboardError)
