@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from helpers import (
+    full_disk,
     make_cases_project,
     perfgate,
     report_verdicts,
@@ -313,3 +314,21 @@ def test_the_nightly_fan_in_joins_the_n_parts_of_one_split(tmp_path):
     status, out, err = perfgate("nightly", "--shards", *folders, "--results", str(tmp_path / "r"))
     assert status == 0, err
     assert (tmp_path / "r" / "nightly-verdicts.json").is_file()
+
+
+@pytest.mark.parametrize("writes", [0, 1, 2])  # fills at nightly.md, -verdicts.json, -gate.json
+def test_a_full_disk_at_the_nights_last_writes_is_one_line_not_a_regression(
+    tmp_path, monkeypatch, writes
+):
+    folders = [str(write_night(tmp_path / f"s{i}", f"{i}/2", f"c{i}")) for i in (1, 2)]
+    results = tmp_path / "r"
+    results.mkdir()
+    (results / "nightly-gate.json").write_text('{"format": 1, "rows": []}\n')  # last night's
+    full_disk(monkeypatch, results, writes)
+    status, out, err = perfgate("nightly", "--shards", *folders, "--results", str(results))
+    assert status == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("perfgate nightly: error: could not write nightly") and "No space" in err
+    assert (results / "nightly-gate.json").read_text() == '{"format": 1, "rows": []}\n'
+    assert not [p.name for p in results.iterdir() if ".writing-" in p.name]
+    for path in results.iterdir():
+        assert path.stat().st_size > 0  # never a 0-byte or half file
