@@ -210,7 +210,13 @@ def drop_compare_fail(config: pytest.Config) -> None:
         session.compare_fail = []
 
 
-def route_saving(config: pytest.Config, save: Callable[[dict, str], None]) -> None:
+def route_saving(config: pytest.Config, save: Callable[[dict, str], None],
+                 write_json: Callable[[dict], None] | None = None) -> None:  # fmt: skip
     """Have ``--benchmark-save`` call ``save(run_json, name)`` instead of pytest-benchmark's
-    FileStorage.save (which checks for a free number, then writes: two saves can collide)."""
-    _session(config).storage.save = save
+    FileStorage.save (which checks for a free number, then writes: two saves can collide), and
+    ``--benchmark-json`` call ``write_json(run_json)`` instead of its save_json (which leaves a
+    half-written file, and a traceback, on a full disk)."""
+    session = _session(config)
+    session.storage.save = save
+    if write_json is not None:
+        session.save_json = write_json

@@ -19,11 +19,55 @@ def parse(text: str) -> tuple[int, int]:
     match = SHARD.match(text)
     if not match:
         raise ValueError(f"--perf-shard {text!r}: give I/N, part I of N, e.g. 1/2")
-    index, count = (int(digits) if len(digits) < 10 else 10**9 for digits in match.groups())
+    index, count = _whole(match)
     if problem := shard_problem(index, count):
         example = f"1/{min(max(count, 2), MAX_SHARDS)}"
         raise ValueError(f"--perf-shard {text.strip()}: {problem}, e.g. {example}")
     return index, count
+
+
+def _whole(match: re.Match) -> tuple[int, int]:
+    # a number of 10 digits or more is past MAX_SHARDS: never read as a huge int
+    index, count = (int(digits) if len(digits) < 10 else 10**9 for digits in match.groups())
+    return index, count
+
+
+def label_parts(label: object) -> tuple[int, int]:
+    """(I, N) of a recorded shard label ``I/N`` (a nightly's ``shard``); ValueError saying why
+    it names no part."""
+    match = SHARD.match(label) if isinstance(label, str) else None
+    if not match:
+        raise ValueError(f"shard {label!r} names no part (not I/N)")
+    index, count = _whole(match)
+    if problem := shard_problem(index, count):
+        raise ValueError(f"shard {label.strip()} names no part ({problem})")
+    return index, count
+
+
+def check_split(parts: list[tuple[object, object, str]], give_all: str) -> int:
+    """N of the shards ``[(I, N, where)]`` when they are the N parts of one split, each once;
+    ValueError with the line to show otherwise (``give_all``, formatted with ``count``, ends
+    the line of a missing part). Every label is checked before N is used: a huge N is refused,
+    never counted up to."""
+    seen: dict[tuple[int, int], str] = {}
+    for index, count, where in parts:
+        if problem := shard_problem(index, count):
+            raise ValueError(f"{where}: shard {index!r}/{count!r} names no part ({problem})")
+        if (index, count) in seen:
+            raise ValueError(f"shard {index}/{count} is given twice ({seen[index, count]} and "
+                             f"{where})")  # fmt: skip
+        seen[index, count] = where
+    counts = sorted({count for _, count in seen})
+    if len(counts) > 1:
+        raise ValueError(f"the shards are of different splits (N = {counts}); give the shards "
+                         "of one --perf-shard I/N split")  # fmt: skip
+    if not counts:
+        raise ValueError("no shard given: give all N parts of one --perf-shard I/N split")
+    count = counts[0]
+    missing = [f"{i}/{count}" for i in range(1, count + 1) if (i, count) not in seen]
+    if missing:
+        raise ValueError(f"shard {', '.join(missing)} is missing; {give_all.format(count=count)}")
+    return count
 
 
 def durations(run) -> dict[str, float]:

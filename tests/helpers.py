@@ -670,3 +670,40 @@ class FakeCuda:
     def get_device_properties(self, index: int):
         bare = self.uuids[index].split("-", 1)[1]  # torch's _CUuuid: str() without the prefix
         return types.SimpleNamespace(uuid=uuid.UUID(bare))
+
+
+def full_disk(monkeypatch: pytest.MonkeyPatch, under: Path, writes: int = 0) -> None:
+    """The disk under ``under`` fills up: after ``writes`` whole writes there, a write lands in
+    part (half its bytes) and fails with ENOSPC, as every later one does. Covers
+    ``Path.write_text`` and ``os.write`` (perfgate's whole-file writers); Linux (/proc)."""
+    import errno
+
+    left = [writes]
+    under = Path(under).resolve()
+
+    def full(where: str) -> bool:
+        if under not in Path(where).resolve().parents:
+            return False
+        left[0] -= 1
+        return left[0] < 0
+
+    def enospc(where: str) -> OSError:
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), where)
+
+    write_text, write = Path.write_text, os.write
+
+    def fake_write_text(self, data, *args, **kwargs):
+        if full(str(self)):
+            write_text(self, data[: len(data) // 2], *args, **kwargs)
+            raise enospc(str(self))
+        return write_text(self, data, *args, **kwargs)
+
+    def fake_write(descriptor, data):
+        where = os.readlink(f"/proc/self/fd/{descriptor}")
+        if full(where):
+            write(descriptor, bytes(data[: len(data) // 2]))
+            raise enospc(where)
+        return write(descriptor, data)
+
+    monkeypatch.setattr(Path, "write_text", fake_write_text)
+    monkeypatch.setattr(os, "write", fake_write)

@@ -28,7 +28,8 @@ def test_each_command_of_the_table_is_parsed_into_itself():
     parser = build_parser()
     for command in COMMANDS:
         argv = {"history": ["x"], "profile": ["t::x"], "ab": ["HEAD"], "dashboard": ["--out=d"],
-                "bisect": ["A", "B", "-k", "x"], "merge": ["s.json", "--out=m.json"]}  # fmt: skip
+                "bisect": ["A", "B", "-k", "x"], "merge": ["s.json", "--out=m.json"],
+                "comment": ["gate.json"]}  # fmt: skip
         assert parser.parse_args([command.name, *argv.get(command.name, [])]).handler is command
 
 

@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from helpers import error_line, perfgate, refused_at_the_door
 
 from perfgate.format import markdown
@@ -223,3 +224,62 @@ def test_counted_runs_show_their_counts_and_the_torch_change(tmp_path):
     row = table(out)["test_host_overhead[naive-attention-1x4x16x32]"]
     assert row[VERDICT] == "unchanged" and row[VERDICT + 1].startswith("instructions per call")
     assert row[0].endswith(" instr") and row[1].endswith(" instr") and row[3] == "exact"
+
+
+# --- timed and counted runs in pytest-benchmark's own folder -----------------------------------
+def kind_run(folder: Path, number: int, counted: bool, median: float) -> None:
+    """A run of t.py::test_a and test_b saved as pytest-benchmark saves it: timed (seconds), or
+    counted (``--perf-measure instructions``: instructions per call, a callgrind time beside)."""
+    entries = []
+    for name in ("test_a", "test_b"):
+        data = [median * (1 + 0.001 * (i % 7)) for i in range(30)]
+        extra = {"measure": "instructions", "instructions": round(median * 1e9)} if counted else {}
+        stats = {"median": sorted(data)[15], "data": data, "rounds": 30, "iterations": 1}
+        entries.append({"name": name, "fullname": f"t.py::{name}", "params": {}, "group": None,
+                        "extra_info": extra, "options": {}, "stats": stats})  # fmt: skip
+    run = {"machine_info": {"node": "ci"}, "commit_info": {"id": "abc"}, "benchmarks": entries,
+           "datetime": f"2026-11-{19 + number:02d}T10:00:00+00:00"}  # fmt: skip
+    kind = "counted" if counted else "timed"
+    (folder / f"{number:04d}_{kind}.json").write_text(json.dumps(run))
+
+
+@pytest.fixture
+def both_kinds(tmp_path, monkeypatch) -> Path:
+    """A project gating both: .benchmarks/<machine>/ holds timed runs (about 52 us) and counted
+    runs (about 1.2 ms of callgrind time) in turn, newest counted."""
+    folder = tmp_path / ".benchmarks" / "Linux-CPython-3.12-64bit"
+    folder.mkdir(parents=True)
+    for number, counted, median in [(1, False, 51.8e-6), (2, True, 1.20e-3),
+                                    (3, False, 53.9e-6), (4, True, 1.21e-3)]:  # fmt: skip
+        kind_run(folder, number, counted, median)
+    monkeypatch.chdir(tmp_path)
+    return folder
+
+
+@pytest.mark.parametrize(
+    "runs, a, b",
+    [([], "0002_counted", "0004_counted"), (["0001"], "0001_timed", "0003_timed"),
+     (["0002"], "0002_counted", "0004_counted"), (["0001", "0003"], "0001_timed", "0003_timed")],
+)  # fmt: skip
+def test_compare_picks_runs_of_one_kind(both_kinds, runs, a, b):
+    status, out, err = perfgate("compare", *runs)
+    assert status == 0, err
+    assert f"A: {both_kinds / a}.json" in out and f"B: {both_kinds / b}.json" in out
+    assert "improvement" not in out and "unconfirmed" not in out  # +4 % and +0.8 %: unchanged
+
+
+def test_compare_refuses_a_timed_run_against_a_counted_one(both_kinds):
+    status, out, err = perfgate("compare", "0002", "0003")
+    line = error_line(err, "compare")
+    assert status == 2 and out == ""
+    assert "0002_counted.json is a counted run and 0003_timed.json a timed one" in line
+
+
+def test_history_keeps_one_series_per_kind(both_kinds):
+    status, out, err = perfgate("history", "test_a", "--no-plots")
+    assert status == 0, err
+    timed, counted = out.split("counted runs (2 of 4):")
+    assert timed.startswith("timed runs (2 of 4):")
+    assert "0001_timed" in timed and "0003_timed" in timed and "_counted" not in timed
+    assert "0002_counted" in counted and "0004_counted" in counted and "_timed" not in counted
+    assert "+4.1 %" in timed and "+0.8 %" in counted and "-95" not in out

@@ -7,7 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import assert_one_line, perfgate, run
+from helpers import PLUGINS, assert_one_line, full_disk, perfgate, run
+
+from perfgate.store.saving import SAVE_FAILED
 
 
 @pytest.fixture
@@ -107,3 +109,24 @@ def test_benchmark_json_opened_by_an_older_pytest_benchmark_is_taken_as_it_is(tm
     with open(tmp_path / "run.json", "wb") as opened:
         config = SimpleNamespace(option=SimpleNamespace(benchmark_json=opened))
         outputs.check_session_outputs(config, Options())  # no error: open for writing
+
+
+def test_a_full_disk_under_benchmark_json_is_one_line_and_keeps_the_file(
+    bench_project,  # noqa: F811
+    monkeypatch,
+):
+    """pytest-benchmark's own save_json wrote half a file and raised INTERNALERROR."""
+    out = bench_project.path / "out"
+    out.mkdir()
+    (out / "run.json").write_text("last night's run\n")
+    full_disk(monkeypatch, out)
+    monkeypatch.syspath_prepend(bench_project.path)  # its virtual clock, in this process
+    clock = "--benchmark-timer=virtual_clock.clock"
+    result = bench_project.runpytest_inprocess(*PLUGINS, clock, "--benchmark-json=out/run.json")
+    text = result.stdout.str() + result.stderr.str()
+    assert result.ret == SAVE_FAILED, text
+    assert "INTERNALERROR" not in text and "Traceback" not in text
+    result.stdout.fnmatch_lines(["perfgate: --benchmark-json *run.json NOT written: could not "
+                                 "write the run: No space left on device*"])  # fmt: skip
+    assert (out / "run.json").read_text() == "last night's run\n"
+    assert [p.name for p in out.iterdir()] == ["run.json"]

@@ -9,7 +9,7 @@ import shutil
 import sys
 
 import pytest
-from helpers import FLAT, STEPPED, perfgate, write_history
+from helpers import FLAT, STEPPED, full_disk, perfgate, write_history
 from helpers import HISTORY_KEY as KEY
 
 from perfgate.format import markdown
@@ -269,3 +269,36 @@ def test_pages_of_one_test_name_in_two_modules_have_their_own_titles(tmp_path):
     pages = [p for p in site.rglob("*.html") if p.name != "index.html"]
     titles = {re.search("<title>(.*)</title>", p.read_text()).group(1) for p in pages}
     assert len(pages) == 3 and len(titles) == 3
+
+
+# --- a full disk: one line, nothing half-written -------------------------------------------------
+@pytest.mark.parametrize("writes", [0, 1, 2, 3])  # the marker, plotly, a page, the other page
+def test_a_full_disk_is_one_line_and_leaves_the_site_as_it_was(history, tmp_path, monkeypatch,
+                                                               writes):  # fmt: skip
+    site = tmp_path / "out" / "site"
+    assert perfgate("dashboard", "--out", str(site), "--baselines", str(history))[0] == 0
+    before = {p: p.read_bytes() for p in site.rglob("*") if p.is_file()}
+    full_disk(monkeypatch, tmp_path / "out", writes)
+    status, out, err = perfgate("dashboard", "--out", str(site), "--baselines", str(history))
+    line = err.splitlines()[-1]  # after the progress lines
+    assert status == 2 and "Traceback" not in err, err
+    assert line.startswith("perfgate dashboard: error: could not write the dashboard: No space")
+    assert {p: p.read_bytes() for p in site.rglob("*") if p.is_file()} == before
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["site"]  # no .site.building-*
+
+
+def test_a_full_disk_under_the_summary_is_one_line_and_appends_nothing(tmp_path, monkeypatch):
+    folder = write_history(tmp_path / "baselines", runs=14, step_at=11)
+    night = tmp_path / "nightly.json"
+    shutil.move(folder / "0014_nightly.json", night)
+    summary = tmp_path / "job" / "summary.md"
+    summary.parent.mkdir()
+    summary.write_text("# nightly\n")
+    full_disk(monkeypatch, summary.parent)
+    status, out, err = perfgate("dashboard", "--out", str(tmp_path / "site"), "--baselines",
+                                str(tmp_path / "baselines"), str(night), "--summary",
+                                str(summary))  # fmt: skip
+    assert status == 2 and "Traceback" not in err
+    assert "perfgate dashboard: error: could not write --summary: No space" in err.splitlines()[-1]
+    assert summary.read_text() == "# nightly\n"  # cut back: no half of the new lines
+    assert (tmp_path / "site" / "index.html").is_file()

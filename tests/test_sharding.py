@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from helpers import (
+    full_disk,
     make_cases_project,
     perfgate,
     report_verdicts,
@@ -268,3 +269,66 @@ def test_merge_says_in_one_line_what_it_cannot_read_or_write(tmp_path, monkeypat
     status, _, err = perfgate("merge", *argv)
     assert status == 2 and err.count("\n") == 1 and line in err, err
     assert not (tmp_path / "m.json").exists() and not (tmp_path / "baselines").exists()
+
+
+# --- the nightly's fan-in (perfgate nightly --shards): the same check of the labels ------------
+def write_night(folder: Path, label: str, name: str) -> Path:
+    """A shard's results folder whose night says ``label`` (as its --perf-shard I/N wrote it)."""
+    from perfgate.verdict import nightly as policy
+    from perfgate.verdict.outcome import Verdict
+    from perfgate.verdict.rows import GateRow
+
+    folder.mkdir(parents=True)
+    row = GateRow(f"t.py::{name}", Verdict.UNCHANGED, change_percent=0.1)
+    night = policy.Night([policy.NightRow(row, policy.STORED, "unchanged +0.1%", None, None)],
+                         "abc", 3, 0.03, 0.01, shard=label)  # fmt: skip
+    (folder / "nightly-verdicts.json").write_text(json.dumps(policy.as_json(night)))
+    return folder
+
+
+FAN_IN_REFUSED = {
+    "0/0 alone": (["0/0"], "shard 0/0 names no part (I must be 1 to N)"),
+    "3/2 beside 1/2 and 2/2": (["1/2", "2/2", "3/2"], "shard 3/2 names no part"),
+    "-1/2 beside 1/2 and 2/2": (["1/2", "2/2", "-1/2"], "shard '-1/2' names no part"),
+    "1/abc": (["1/abc"], "shard '1/abc' names no part (not I/N)"),
+    "N of 10**12": (["1/1000000000000"], "N must be at most 1000"),
+    "N of 1000 with one part": (["1/1000"], "shard 2/1000, 3/1000"),
+    "a part twice": (["1/2", "1/2", "2/2"], "shard 1/2 is given twice"),
+    "two splits": (["1/2", "2/3"], "the shards are of different splits"),
+}
+
+
+@pytest.mark.parametrize("why", sorted(FAN_IN_REFUSED))
+def test_the_nightly_fan_in_refuses_shard_labels_that_are_not_one_split(tmp_path, why):
+    labels, line = FAN_IN_REFUSED[why]
+    folders = [str(write_night(tmp_path / f"s{i}", label, f"c{i}"))
+               for i, label in enumerate(labels)]  # fmt: skip
+    status, out, err = perfgate("nightly", "--shards", *folders, "--results", str(tmp_path / "r"))
+    assert status == 3 and err.count("\n") == 1 and line in err, err
+    assert err.startswith("perfgate nightly: refused: ") and out == ""
+    assert not (tmp_path / "r").exists()
+
+
+def test_the_nightly_fan_in_joins_the_n_parts_of_one_split(tmp_path):
+    folders = [str(write_night(tmp_path / f"s{i}", f"{i}/2", f"c{i}")) for i in (2, 1)]
+    status, out, err = perfgate("nightly", "--shards", *folders, "--results", str(tmp_path / "r"))
+    assert status == 0, err
+    assert (tmp_path / "r" / "nightly-verdicts.json").is_file()
+
+
+@pytest.mark.parametrize("writes", [0, 1, 2])  # fills at nightly.md, -verdicts.json, -gate.json
+def test_a_full_disk_at_the_nights_last_writes_is_one_line_not_a_regression(
+    tmp_path, monkeypatch, writes
+):
+    folders = [str(write_night(tmp_path / f"s{i}", f"{i}/2", f"c{i}")) for i in (1, 2)]
+    results = tmp_path / "r"
+    results.mkdir()
+    (results / "nightly-gate.json").write_text('{"format": 1, "rows": []}\n')  # last night's
+    full_disk(monkeypatch, results, writes)
+    status, out, err = perfgate("nightly", "--shards", *folders, "--results", str(results))
+    assert status == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("perfgate nightly: error: could not write nightly") and "No space" in err
+    assert (results / "nightly-gate.json").read_text() == '{"format": 1, "rows": []}\n'
+    assert not [p.name for p in results.iterdir() if ".writing-" in p.name]
+    for path in results.iterdir():
+        assert path.stat().st_size > 0  # never a 0-byte or half file

@@ -16,11 +16,10 @@ import pytest
 import yaml
 from workflows import FULL_SHA, check_jsonschema, tox_environments
 
+from perfgate.report import comment as pr_comment
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "pr-instructions.yml"
-sys.path.insert(0, str(ROOT / "tools"))
-
-import pr_comment  # noqa: E402
 
 
 def workflow() -> dict:
@@ -88,14 +87,14 @@ def test_the_base_branch_is_counted_here_and_the_pull_request_gated_against_it()
     commands = tox_environments()["instructions"]
     assert "--perf-measure instructions --perf-gate" in commands
     assert "--perf-gate-report {toxinidir}/perfgate-results/gate.md" in commands
-    assert "pr/perfgate-results/gate.json" in step("gate", "pr_comment.py")["run"]
+    assert "pr/perfgate-results/gate.json" in step("gate", "perfgate comment")["run"]
 
 
 def test_the_gate_step_fails_the_job_when_the_gate_fails():
     gate = step("gate", "tox run -e instructions -- --perf-baselines")
     assert not gate.get("continue-on-error", False)
     assert not re.search(r"\|\|\s*(true|:)|set \+e", gate["run"])
-    for later in ("pr_comment.py", "Upload the comment"):
+    for later in ("perfgate comment", "Upload the comment"):
         assert step("gate", later)["if"] == "always()"
 
 
@@ -124,7 +123,6 @@ def bash(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
 def test_the_comment_step_writes_the_body_from_the_gates_files(tmp_path):
     results = tmp_path / "pr" / "perfgate-results"
     results.mkdir(parents=True)
-    (tmp_path / "pr" / "tools").symlink_to(ROOT / "tools")
     python = tmp_path / "pr" / ".tox" / "instructions" / "bin" / "python"  # the gate's environment
     python.parent.mkdir(parents=True)
     python.symlink_to(sys.executable)
@@ -132,7 +130,7 @@ def test_the_comment_step_writes_the_body_from_the_gates_files(tmp_path):
     (results / "gate.json").write_text(json.dumps(rows))
     summary = tmp_path / "summary.md"
     done = bash(
-        step("gate", "pr_comment.py")["run"],
+        step("gate", "perfgate comment")["run"],
         tmp_path,
         PYTHONPATH=str(ROOT),
         BASE="a" * 40,

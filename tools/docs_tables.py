@@ -64,7 +64,8 @@ def exit_codes_reference() -> str:
             SAVE_FAILED,
             "`--benchmark-save` could not save the run into the store (a full or "
             "read-only disk, a folder that is not one): the line names the error and "
-            "the file in `perfgate-results/unsaved/` that holds the run",
+            "the file in `perfgate-results/unsaved/` that holds the run; or "
+            "`--benchmark-json` could not be written (a full disk): that file is as it was",
         ),
         (
             FIRST_BASELINE,
@@ -84,7 +85,9 @@ def exit_codes_reference() -> str:
             MERGE_REFUSED,
             "`merge` refuses its runs: another hardware key or commit, a case in "
             "two shards, a shard missing or given twice, two splits, or a run that "
-            "is no shard; `nightly --shards`: the folders are not the N shard nights of one night",
+            "is no shard; `nightly --shards`: the folders are not the N shard nights of one "
+            "night (a label that is not I/N with 1 <= I <= N <= 1000, N not the same, a part "
+            "missing or given twice)",
         ),
         (
             GATED_NOTHING,
@@ -137,7 +140,9 @@ COMMAND_ERROR = (
     "an error, one line, checked before any work: a missing, unreadable or badly typed run; a "
     "filter or `history` pattern that matches nothing; a bad argument (`--threshold=-5%`, "
     "`--alpha 5`, a `profile` TEST_ID that names no file); an `--out` or `--summary` that "
-    "cannot be written; a failing block of `ab` (its pytest output is kept beside the JSON)"
+    "cannot be written; a failing block of `ab` (its pytest output is kept beside the JSON); "
+    "`compare` given a timed and a counted run; and, after the work, a disk that fills up while "
+    "`dashboard` or `nightly` writes (what was there stays as it was, never half a file)"
 )
 
 

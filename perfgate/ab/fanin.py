@@ -10,6 +10,7 @@ from pathlib import Path
 
 from perfgate.ab import AbError
 from perfgate.ab.night import read_verdicts, verdict_status, write
+from perfgate.parts import check_split, label_parts
 from perfgate.report.nightly import markdown
 from perfgate.verdict import nightly as policy
 
@@ -30,22 +31,18 @@ def read_night(folder: Path) -> policy.Night:
 
 def merged(nights: dict[Path, policy.Night]) -> policy.Night:
     """One night of the shard nights: every part 1 to N once (ShardsRefused otherwise)."""
-    parts: dict[str, Path] = {}
+    labelled = []
     for folder, night in nights.items():
         if night.shard is None:
             raise ShardsRefused(f"{folder / VERDICTS} is not a shard's night (no --perf-shard)")
-        if night.shard in parts:
-            raise ShardsRefused(f"shard {night.shard} is given twice ({parts[night.shard]} and "
-                                f"{folder})")  # fmt: skip
-        parts[night.shard] = folder
-    counts = {shard.split("/")[1] for shard in parts}
-    if len(counts) != 1:
-        raise ShardsRefused(f"the shards are of different splits ({', '.join(sorted(parts))})")
-    count = int(counts.pop())
-    missing = [f"{i}/{count}" for i in range(1, count + 1) if f"{i}/{count}" not in parts]
-    if missing:
-        raise ShardsRefused(f"shard {', '.join(missing)} is missing: its nightly wrote no "
-                            f"verdicts; give all {count} (run its job again)")  # fmt: skip
+        try:
+            labelled.append((*label_parts(night.shard), str(folder)))
+        except ValueError as error:
+            raise ShardsRefused(f"{folder / VERDICTS}: {error}") from None
+    try:
+        check_split(labelled, "its nightly wrote no verdicts: give all {count} (run its job again)")
+    except ValueError as error:
+        raise ShardsRefused(str(error)) from None
     every = list(nights.values())
     rows = [row for night in every for row in night.rows]
     rows.sort(key=lambda n: (policy.ORDER.index(n.verdict), n.name))

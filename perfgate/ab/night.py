@@ -26,6 +26,7 @@ from perfgate.ab.compare import INTERRUPTED, AbOptions, AbRun, as_json, run_ab
 from perfgate.ab.order import ratio_groups
 from perfgate.benchmark import Run
 from perfgate.format import terminal
+from perfgate.outputs import disk_problem, write_whole
 from perfgate.report.nightly import markdown
 from perfgate.store import lineage
 from perfgate.verdict import nightly as policy
@@ -217,7 +218,7 @@ def run_nightly(options: NightlyOptions, out, err) -> int:
         wanted = ab_options(options, base_commit(options, root), list(reasons))
         ab = run_ab(wanted, err)
         text = json.dumps(as_json(ab, wanted), indent=2, allow_nan=False) + "\n"
-        (options.results / "ab.json").write_text(text, encoding="utf-8")
+        _write(options.results / "ab.json", text)
     night = policy.Night(
         policy.decide(rows, reasons, {r.name: r for r in ab.results}), ab.commit,
         options.blocks, options.target, options.screen,
@@ -276,9 +277,19 @@ def verdict_status(night: policy.Night, gate: Path, err) -> int:
 
 
 def write(night: policy.Night, results: Path) -> None:
-    (results / "nightly.md").write_text(markdown(night) + "\n", encoding="utf-8")
-    text = json.dumps(policy.as_json(night), indent=2) + "\n"
-    (results / "nightly-verdicts.json").write_text(text, encoding="utf-8")
+    _write(results / "nightly.md", markdown(night) + "\n")
+    _write(results / "nightly-verdicts.json", json.dumps(policy.as_json(night), indent=2) + "\n")
     # the gate's rows with the night's verdicts, for perfgate dashboard --gate
     gate = gate_rows.as_json([n.row for n in night.rows])
-    (results / "nightly-gate.json").write_text(json.dumps(gate, indent=2) + "\n")
+    _write(results / "nightly-gate.json", json.dumps(gate, indent=2) + "\n")
+
+
+def _write(path: Path, text: str) -> None:
+    """``path`` written whole or not at all; a full disk is one line (AbError), not a failed
+    night."""
+    try:
+        write_whole(path, text)
+    except OSError as error:
+        raise AbError(
+            f"{disk_problem(error, path.name)}; free some space and run it again"
+        ) from None

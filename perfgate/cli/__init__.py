@@ -17,6 +17,7 @@ from perfgate import format as fmt
 from perfgate.ab import AbError
 from perfgate.cli import ab, bisect, compare, dashboard, guard, history, merge, nightly, profile
 from perfgate.cli.command import Command
+from perfgate.cli.comment import Comment
 from perfgate.cli.guard import CommandError
 from perfgate.cli.init import Init
 from perfgate.outputs import BadOutput
@@ -28,7 +29,7 @@ from perfgate.verdict.steps import StepsUnavailable
 INTERRUPTED = 130  # exit status after Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
 COMMANDS: tuple[type[Command], ...] = (
     compare.Compare, history.History, profile.Profile, ab.Ab, nightly.Nightly, nightly.Check,
-    dashboard.Dashboard, bisect.Bisect, merge.Merge, Init,
+    dashboard.Dashboard, bisect.Bisect, merge.Merge, Init, Comment,
 )  # fmt: skip
 # what a command cannot do, said in one line: the store's, the A/B's, the plots' and the steps'
 ONE_LINE = (StoreError, AbError, PlotsUnavailable, BadOutput, StepsUnavailable, DashboardError)

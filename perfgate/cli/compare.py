@@ -17,7 +17,7 @@ from perfgate import format as fmt
 from perfgate.benchmark import Run, describe_changes, environment_changes
 from perfgate.cli.command import Command
 from perfgate.cli.guard import CommandError
-from perfgate.cli.runs import Hardware, add_where, baseline_set_of, matches
+from perfgate.cli.runs import Hardware, add_where, baseline_set_of, kind, matches
 from perfgate.format import MISSING, fmt_change, fmt_instructions, fmt_percent, fmt_time
 from perfgate.report.tables import render
 from perfgate.verdict import summary
@@ -178,14 +178,22 @@ class Compare(Command):
         hardware = Hardware(args.baselines, args.hardware)
         explicit = [a for a in (args.run_a, args.run_b) if a]
         print("reading runs...", file=err, flush=True)
+        # timed and counted runs share pytest-benchmark's own folder: the runs picked are of
+        # one kind, as the gate's baseline is (RUN_A's kind, else the newest run's)
         if len(explicit) == 1:
-            a, b = hardware.resolve(explicit[0]), hardware.newest(1)[0]
+            a = hardware.resolve(explicit[0])
+            b = hardware.newest(1, a.counted)[0]
         elif explicit:
             a, b = (hardware.resolve(argument) for argument in explicit)
         else:
-            a, b = hardware.newest(2)
+            a, b = hardware.newest(2, hardware.newest(1)[0].counted)
         if a.path.resolve() == b.path.resolve():
             raise CommandError(f"RUN_A and RUN_B are the same file ({a.path}); name two runs")
+        if a.counted != b.counted:
+            raise CommandError(
+                f"{a.path.name} is a {kind(a.counted)} run and {b.path.name} a {kind(b.counted)} "
+                "one: a count and a time cannot be compared; name two runs of one kind"
+            )
         thresholds = parse_thresholds(args.threshold, alpha=args.alpha)
         if args.json:
             out.write(compare_json(a, b, thresholds, args.filter))

@@ -5,8 +5,9 @@ root plus any run files given (e.g. the night's ``--benchmark-json``), which joi
 hardware's history. Steps that those run files revealed are printed as markdown on stdout (and
 appended to ``--summary FILE``), for a CI job summary.
 
-Exit status: 0 written, 2 a run that cannot be read, no runs at all, plotly missing, or an
-output folder holding files that are not a dashboard.
+Exit status: 0 written, 2 a run that cannot be read, no runs at all, plotly missing, an
+output folder holding files that are not a dashboard, or a disk that filled up (one line; the
+site is as it was before, the summary file too).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from pathlib import Path
 
 from perfgate import arguments
 from perfgate.cli.command import Command
+from perfgate.cli.guard import CommandError
 from perfgate.cli.history_runs import runs_by_hardware
 from perfgate.cli.runs import store_root
+from perfgate.outputs import append_whole, disk_problem
 from perfgate.report.dashboard import (
     DashboardError,
     build,
@@ -57,8 +60,11 @@ def run_dashboard(args: argparse.Namespace, out, err) -> int:
         text += summary_markdown(revealed, args.link_base)
         out.write(text)
         if args.summary:
-            with args.summary.open("a", encoding="utf-8") as summary:
-                summary.write(text)
+            try:
+                append_whole(args.summary, text)
+            except OSError as error:
+                raise CommandError(f"{disk_problem(error, '--summary')}; the site is written"
+                                   f" ({index})") from None  # fmt: skip
     return 0
 
 

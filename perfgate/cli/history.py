@@ -7,7 +7,7 @@ import argparse
 
 from perfgate.cli.command import Command
 from perfgate.cli.guard import CommandError
-from perfgate.cli.runs import RESULTS, Hardware, add_where
+from perfgate.cli.runs import RESULTS, Hardware, add_where, kind
 
 
 class History(Command):
@@ -39,7 +39,11 @@ class History(Command):
         hardware = Hardware(args.baselines, args.hardware)
         print(f"reading runs from {hardware.folder}...", file=err, flush=True)
         runs = hardware.runs()
-        if not matching_benchmarks(runs, args.pattern):
+        # timed and counted runs share pytest-benchmark's own folder: one series per kind, as
+        # the gate keeps them apart (a count is never a step from a time)
+        kinds = [(counted, [run for run in runs if run.counted == counted]) for counted in (0, 1)]
+        kinds = [(c, some) for c, some in kinds if matching_benchmarks(some, args.pattern)]
+        if not kinds:
             raise CommandError(
                 f"no benchmark matches '{args.pattern}' in {len(runs)} runs of "
                 f"{hardware.folder}; pass a glob or part of a benchmark's name"
@@ -52,7 +56,13 @@ class History(Command):
                 "'perfgate[report]'; --no-plots says you want none)",
                 file=err,
             )
-        out.write(history_text(runs, args.pattern, plots, args.max_plots, args.markdown, err))
+        for counted, some in kinds:
+            if len(kinds) > 1:  # the counted runs' plots beside the timed ones', not over them
+                title = f"{kind(bool(counted))} runs ({len(some)} of {len(runs)})"
+                title = f"## {title}" if args.markdown else f"{title}:"
+                out.write(f"{chr(10) if counted else ''}{title}\n\n")
+            folder = plots / "counted" if plots and counted and len(kinds) > 1 else plots
+            out.write(history_text(some, args.pattern, folder, args.max_plots, args.markdown, err))
         return 0
 
 

@@ -83,14 +83,21 @@ class Hardware:
             )
         return runs
 
-    def newest(self, count: int) -> list[Run]:
+    def newest(self, count: int, counted: bool | None = None) -> list[Run]:
         """The newest ``count`` runs that can be a baseline (none dated in the future, as the
-        gate chooses: ``store.baseline.candidates``), oldest first."""
+        gate chooses: ``store.baseline.candidates``), oldest first; ``counted``: only counted
+        runs (True) or only timed ones (False), which share pytest-benchmark's own folder."""
         self.runs()  # NoSuchRun, saying where, when the folder has no run at all
-        runs = candidates(self.folder)
+        runs = [r for r in candidates(self.folder) if counted is None or r.counted == counted]
         if len(runs) < count:
+            some = "" if counted is None else f" ({kind(counted)})"
             raise store.NoSuchRun(
-                f"only {len(runs)} saved run in {self.folder}; name the runs to compare (a path, "
-                f"or a run number such as 0001), or {store.SAVE_HINT}"
+                f"only {len(runs)} saved run{some} in {self.folder}; name the runs to compare (a "
+                f"path, or a run number such as 0001), or {store.SAVE_HINT}"
             )
         return runs[-count:]
+
+
+def kind(counted: bool) -> str:
+    """A run's kind in words: its cases counted (instructions) or timed."""
+    return "counted" if counted else "timed"

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from perfgate import format as fmt
 from perfgate.format import MISSING, fmt_change, fmt_percent, fmt_time, html, slug
+from perfgate.outputs import disk_problem
 from perfgate.progress import Progress
 from perfgate.report.common import file_stem
 from perfgate.report.dashboard_page import (
@@ -67,8 +68,12 @@ def _prepare(out: Path) -> Path:
         )
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.building-", dir=out.parent))
-    staging.chmod(0o777 & ~owners.umask())  # mkdtemp makes it 0700; the site is the user's folder
-    (staging / MARKER).write_text("built by perfgate dashboard; safe to delete and rebuild\n")
+    try:
+        staging.chmod(0o777 & ~owners.umask())  # mkdtemp makes it 0700; the site is the user's
+        (staging / MARKER).write_text("built by perfgate dashboard; safe to delete and rebuild\n")
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     return staging
 
 
@@ -151,12 +156,17 @@ def _write_pages(out: Path, hardware: str, runs: Sequence, open_steps: list[str]
 def build(grouped: dict, extra: Sequence[Path], out: Path, err=None) -> tuple[Path, list]:
     """Write the site of the runs ``grouped`` by hardware into ``out``; returns (index path,
     steps the ``extra`` run files revealed)."""
-    staging = _prepare(out)
-    try:
-        revealed = _write_site(staging, grouped, extra, err)
-        _replace(out, staging)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    try:  # a disk that fills up is one line; ``out`` stays as it was, no staging folder stays
+        staging = _prepare(out)
+        try:
+            revealed = _write_site(staging, grouped, extra, err)
+            _replace(out, staging)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    except OSError as error:
+        raise DashboardError(
+            f"{disk_problem(error, 'the dashboard')}; {out} is as it was"
+        ) from None
     return out / "index.html", revealed
 
 

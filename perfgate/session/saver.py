@@ -4,12 +4,14 @@ its commit is not in the repository's history (``store.lineage``)."""
 
 from __future__ import annotations
 
+from os import PathLike
 from pathlib import Path
 
 import pytest
 
 from perfgate import _pytest_benchmark, store
 from perfgate.fields import with_bounded_data
+from perfgate.outputs import disk_problem
 from perfgate.session.baseline import BaselineChoice, warn
 from perfgate.store import lineage, saving
 
@@ -46,6 +48,19 @@ class Saver:
         if self.choice.gate:
             warn(self.config, f"perfgate: warning: {path.name} is now the newest baseline of "
                  f"{self.key}: the next --perf-gate compares with it")  # fmt: skip
+
+    def write_json(self, run_json: dict) -> None:
+        """``--benchmark-json``: the run written whole or not at all; a full disk is one line
+        and exit status SAVE_FAILED, never a traceback."""
+        target = self.config.option.benchmark_json
+        try:
+            store.write_json(target, run_json)
+        except OSError as error:
+            shown = target if isinstance(target, str | PathLike) else getattr(target, "name", "")
+            warn(self.config, f"perfgate: --benchmark-json {shown} NOT written: "
+                 f"{disk_problem(error, 'the run')}")  # fmt: skip
+            if self.session is not None:
+                self.session.exitstatus = saving.SAVE_FAILED
 
     def _unclean(self) -> str | None:
         status = self.session.exitstatus if self.session is not None else 0

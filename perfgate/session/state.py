@@ -41,7 +41,7 @@ class SessionState:
         """At session start (pytest-benchmark's session exists by then): route its saving
         through the saver, and give its table the chosen baseline."""
         self.saver.session = session
-        _pytest_benchmark.route_saving(self.config, self.saver)
+        _pytest_benchmark.route_saving(self.config, self.saver, self.saver.write_json)
         if self.choice.baseline is not None:
             path = self.choice.baseline.path  # read once more: per-round data bounded
             entries = store.comparison_entries(path)

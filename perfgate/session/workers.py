@@ -37,7 +37,6 @@ from perfgate.session.reruns import say
 from perfgate.session.sharding import ShardSelection
 from perfgate.store.merge import MergeError, merge_runs
 from perfgate.store.saving import SAVE_FAILED
-from perfgate.store.writing import write_json
 
 RUN, GATE, PROBLEM = "perfgate_run", "perfgate_gate", "perfgate_problem"  # workeroutput keys
 ELSEWHERE = "perfgate_elsewhere"  # workeroutput: the cases of the other shards (--perf-shard)
@@ -228,8 +227,8 @@ class Controller:
                 say(self.config, f"perfgate: NOT saved or written: {self.problem}")
                 session.exitstatus = SAVE_FAILED
             return
-        if target := self.config.option.benchmark_json:
-            write_json(target, merged)
+        if self.config.option.benchmark_json:
+            saver.write_json(merged)
         name = self.config.option.benchmark_save or self.config.option.benchmark_autosave
         if name:
             saver(merged, name if isinstance(name, str) else _autosave_name(merged))

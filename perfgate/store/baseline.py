@@ -51,10 +51,11 @@ def candidates(folder: Path) -> list[Run]:
 
 def set_of(run: Run) -> list[Run]:
     """``run``'s baseline set when it lies in a hardware folder (``<key>/<machine id>/NNNN_*``),
-    else just ``run``."""
+    else just ``run``; only runs of its kind (counted or timed) join it, as in ``choose``."""
     if run.path is None or not store.RUN_FILE.match(run.path.name):
         return [run]
-    return set_in(run, candidates(run.path.parent.parent))
+    runs = candidates(run.path.parent.parent)
+    return set_in(run, [r for r in runs if r.counted == run.counted])
 
 
 def set_in(run: Run, runs: list[Run]) -> list[Run]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 
 from perfgate.fields import Field, RunField
+from perfgate.parts import check_split
 
 
 class MergeError(ValueError):
@@ -47,27 +48,20 @@ def merge_runs(parts: dict[str, dict], kind: str = Field.WORKER) -> dict:
 def merge_shards(runs: list[tuple[str, dict]]) -> dict:
     """One run from CI shard runs ``[(where, run JSON)]``: each must record its shard I/N, all of
     one N, every part from 1 to N exactly once."""
-    parts: dict[str, dict] = {}
-    counts = set()
+    labelled = []
     for where, run in runs:
         shard = _perfgate(run).get(RunField.SHARD)
         if not isinstance(shard, dict) or not {"index", "count"} <= set(shard):
             raise MergeError(f"{where} is not a shard run (no --perf-shard I/N recorded in it)")
-        label = f"{shard['index']}/{shard['count']}"
-        if label in parts:
-            raise MergeError(f"shard {label} is given twice ({parts[label]['_where']} and {where})")
-        parts[label] = {**run, "_where": where}
-        counts.add(shard["count"])
-    if len(counts) > 1:
-        raise MergeError(f"the shards are of different splits (N = {sorted(counts)}); merge the "
-                         "shards of one --perf-shard I/N run")  # fmt: skip
-    count = counts.pop() if counts else 0
-    missing = [f"{i}/{count}" for i in range(1, count + 1) if f"{i}/{count}" not in parts]
-    if missing:
-        raise MergeError(f"shard {', '.join(missing)} is missing; give all {count} shard runs "
-                         "(a failed shard's job must be run again)")  # fmt: skip
-    for run in parts.values():
-        del run["_where"]
+        labelled.append((shard["index"], shard["count"], where, run))
+    try:
+        check_split(
+            [(index, count, where) for index, count, where, _ in labelled],
+            "give all {count} shard runs (a failed shard's job must be run again)",
+        )
+    except ValueError as error:
+        raise MergeError(str(error)) from None
+    parts = {f"{index}/{count}": run for index, count, _, run in labelled}
     return merge_runs(parts, Field.SHARD)
 
 

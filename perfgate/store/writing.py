@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 from perfgate.fields import unserializable
+from perfgate.outputs import write_whole
 from perfgate.store import owners
 from perfgate.store.reading import StoreError, number_of, run_files
 from perfgate.store.schema import folder_name_problem
@@ -122,7 +123,7 @@ def write_json(target, run_json: dict) -> None:
         target.write(text.encode())
         target.flush()
     else:
-        Path(target).write_text(text, encoding="utf-8")
+        write_whole(Path(target), text)  # a full disk leaves no half-written file
 
 
 def run_text(run_json: dict) -> str:
