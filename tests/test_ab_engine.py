@@ -96,15 +96,15 @@ def run_engine(folder: Path, runner: VirtualBlocks, lanes: list[list[str]], pair
     groups = groups or {name: f"lane {i}" for i, lane in enumerate(lanes) for name in lane}
     planned = engine_module.plan(names, pairs, more, len(lanes), kept, stored, groups)
     progress = progress or Progress(planned.blocks(), "A/B blocks", None, lines=False)
-    engine = Engine(planned, pairs, more, runner, kept, judge(options), progress, deadline,
-                    runner.clock)  # fmt: skip
+    engine = Engine(planned, pairs, more, runner, kept, judge(options, len(names)), progress,
+                    deadline, runner.clock)  # fmt: skip
     try:
         outcome = engine.run()
         stopped = None if outcome.complete else "time limit"
     except KeyboardInterrupt:
         outcome = engine.interrupted()
         stopped = "interrupted"
-    done = verdicts(outcome, names, judge(options), "abc", stopped, {}, len(lanes))
+    done = verdicts(outcome, names, judge(options, len(names)), "abc", stopped, {}, len(lanes))
     return done, {r.name: r for r in done.results}
 
 

@@ -95,7 +95,7 @@ def ended(pid: int) -> bool:
 
 
 def results(path: Path) -> dict[str, dict]:
-    return {row["name"]: row for row in json.loads(path.read_text())["results"]}
+    return {row["name"]: row for row in json.loads(path.read_text())["rows"]}
 
 
 # --- 1: one A/B in a results folder at a time --------------------------------------------------
@@ -121,12 +121,13 @@ def test_a_second_ab_on_the_same_results_folder_is_refused_and_the_first_decides
         _, first_err = first.communicate(timeout=WAIT_S)
     assert first.returncode == 1, first_err
     (row,) = results(out).values()
-    assert row["verdict"] == "regression" and 1.9 < row["ratio"] < 2.1 and row["pairs"] == 3
+    assert row["verdict"] == "regression" and 90 < row["change_percent"] < 110
+    assert row["pairs"] == 3
     lines = (out.parent / "ab-blocks" / journal.NAME).read_text().splitlines()
     assert sum('"plan"' in line for line in lines) == 1 and len(lines) == 1 + 6 + 1
     assert worktrees(repo) == 1
     # the lock went with the first: the next A/B on the folder runs
-    assert perfgate("ab", "HEAD~1", "--blocks", "2", "--out", str(out), "--", AB_CLOCK)[0] == 1
+    assert perfgate("ab", "HEAD~1", "--blocks", "3", "--out", str(out), "--", AB_CLOCK)[0] == 1
 
 
 def test_the_nightly_holds_its_results_folder_and_its_own_ab_runs_in_it(tmp_path, monkeypatch):
@@ -199,7 +200,8 @@ def test_the_trees_identity_reads_untracked_files_contents(repo, name):
     assert trees.state(repo, repo / "results") != before
 
 
-def test_resume_on_other_gpus_says_which_to_give(repo, tmp_path, monkeypatch):
+def test_resume_on_other_gpus_plans_its_lanes_again(repo, tmp_path, monkeypatch):
+    """The lanes are planned again on --resume (a case may move): another GPU count resumes."""
     (repo / "cost.txt").write_text("0.002")
     commit(repo, "twice the cost")
     out = tmp_path / "ab.json"
@@ -217,10 +219,8 @@ def test_resume_on_other_gpus_says_which_to_give(repo, tmp_path, monkeypatch):
         "--",
         AB_CLOCK,
     )
-    assert status == 2
-    assert "--resume: the A/B ran on 1 GPU lane(s), this one would run on 2: give --gpus 1" in (
-        error_line(err, "ab")
-    )
+    assert status == 1, err  # the 2x slowdown, decided on the kept and the new blocks
+    assert "Traceback" not in err
 
 
 # --- 3: an A that is the tree under test, untracked files aside ---------------------------------
@@ -313,7 +313,7 @@ def test_the_next_ab_removes_the_worktree_of_one_killed_and_keeps_one_in_use(rep
         assert left.is_dir() and worktrees(repo) == 2
         with trees.base_worktree(repo, base) as in_use:  # another A/B's, running
             status, _, err = perfgate(
-                "ab", "HEAD~1", "--blocks", "2", "--out", str(tmp_path / "ab.json"), "--", AB_CLOCK
+                "ab", "HEAD~1", "--blocks", "3", "--out", str(tmp_path / "ab.json"), "--", AB_CLOCK
             )
             assert status == 1, err
             assert not left.parent.exists() and str(left) not in git(repo, "worktree", "list")
@@ -364,7 +364,7 @@ class Decided:
     def warm(self, lanes):
         pass
 
-    def run(self, block: Block, report: Path, log: Path):
+    def run(self, block: Block, gpu, report: Path, log: Path):
         from helpers import entry, run_json
 
         cost = 2e-3 if block.label == B else 1e-3
@@ -385,10 +385,10 @@ def test_a_time_limit_after_every_case_was_decided_is_no_stop(tmp_path):
     cases = ["perf_tests/test_a.py::test_a"]
     runner = Decided(cases)
     options = AbOptions(
-        "A", blocks=5, thresholds=Thresholds(default=0.03), journal=tmp_path / "j", deadline=45.0
+        "A", blocks=5, thresholds=Thresholds(default=0.03), journal=tmp_path / "j", deadline=65.0
     )
     done = _run(options, runner, "abc", "tree", io.StringIO(), runner.clock)
-    assert runner.now == 40.0  # two pairs in time, the third would end past the limit
+    assert runner.now == 60.0  # three pairs in time, the fourth would end past the limit
     assert done.stopped is None and done.remaining == [] and done.results[0].verdict.gated
     assert remaining_note(done, options.journal) is None
     assert not journal.unfinished(options.journal)

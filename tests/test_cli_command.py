@@ -84,7 +84,7 @@ def test_the_plugin_and_the_commands_parse_a_threshold_alike(pytester):
         (["compare", "--alpha", "1.5"], "argument --alpha: '1.5': a significance level"),
         (["nightly", "--target", "3"], "threshold '3' is ambiguous: write 3% or 0.03"),
         (["bisect", "A", "B", "-k", "x", "--threshold=-1%"], "a percentage of 0 or more"),
-        (["ab", "HEAD", "--blocks", "x"], "argument --blocks: 'x': give a whole number, 2 or"),
+        (["ab", "HEAD", "--blocks", "x"], "argument --blocks: 'x': give a whole number, 3 or"),
     ],
 )
 def test_a_value_that_cannot_work_stops_the_command_before_it_starts(capsys, argv, line):
