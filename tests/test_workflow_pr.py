@@ -202,3 +202,44 @@ def test_the_comment_is_created_once_then_updated_in_place(github):
     assert len(ours) == 1 and ours[0]["body"] == second  # the same comment, updated
     assert ours[0]["id"] == 101
     assert next(c for c in comments if c["id"] == 7)["body"].endswith("quoted")  # not ours
+
+
+# --- time, on the pull requests that ask for it ---------------------------------------------------
+LABEL = "contains(github.event.pull_request.labels.*.name, 'perf-time')"
+
+
+def test_time_is_checked_across_the_two_trees_where_the_label_asks():
+    base = step("gate", "the base branch's tree timed here")
+    assert base["if"] == LABEL and base["working-directory"] == "base"
+    assert '--perf-baselines "$RUNNER_TEMP/time-baselines"' in base["run"]
+    assert "--benchmark-save=base" in base["run"] and "--perf-measure" not in base["run"]
+    check = step("gate", "perfgate check --base-ref")
+    assert check["if"] == LABEL and check["working-directory"] == "pr"
+    assert '--perf-baselines "$RUNNER_TEMP/time-baselines"' in check["run"]
+    assert "--results perfgate-results/time" in check["run"]
+    assert not re.search(r"\|\|\s*(true|:)|set \+e", check["run"])  # a time regression fails
+    pr = step("gate", "The pull request's tree")
+    assert pr["with"]["fetch-depth"] == 0  # the A/B needs the base commit
+    assert "perfgate-results/time/nightly-gate.json" in step("gate", "perfgate comment")["run"]
+
+
+def test_the_comment_has_a_section_on_time_where_the_label_asked(tmp_path):
+    results = tmp_path / "pr" / "perfgate-results"
+    (results / "time").mkdir(parents=True)
+    python = tmp_path / "pr" / ".tox" / "instructions" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.symlink_to(sys.executable)
+    (results / "gate.json").write_text(
+        json.dumps([{"name": "t.py::test_a", "verdict": "unchanged", "message": "same"}])
+    )
+    timed = [{"name": "t.py::test_b", "verdict": "undecided", "message": "undecided: +2.6%"},
+             {"name": "t.py::test_c", "verdict": "unchanged", "message": "inside"}]  # fmt: skip
+    (results / "time" / "nightly-gate.json").write_text(json.dumps({"format": 1, "rows": timed}))
+    for label, shown in (("true", True), ("false", False)):
+        done = bash(step("gate", "perfgate comment")["run"], tmp_path, PYTHONPATH=str(ROOT),
+                    BASE="a" * 40, HEAD="b" * 40, RUN_URL="https://ci/1", TIMED=label,
+                    GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"))  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        body = (tmp_path / "comment" / "comment.md").read_text()
+        assert ("**:warning: Time: no regression, 1 undecided**" in body) == shown, body
+        assert ("t.py::test\\_b" in body or "t.py::test_b" in body) == shown

@@ -35,7 +35,7 @@ WHERE_ANY = ("gpus",)  # a plan resumed on other GPUs (another runner) is the sa
 # what a plan's fields are, for the line that refuses to resume another A/B
 PLAN_FIELDS = {
     "base_commit": "commit of A",
-    "lanes": "cases",
+    "cases": "cases",
     "blocks": "--blocks",
     "more_blocks": "--more-blocks",
     "pytest_args": "pytest arguments",
@@ -229,12 +229,6 @@ def _difference(recorded: object, plan: dict) -> str:
         return (
             "the tree under test is not as it was when the A/B began (a tracked or "
             "untracked file changed): put it back as it was"
-        )
-    lanes, now = recorded.get("lanes"), plan.get("lanes")
-    if isinstance(lanes, list) and isinstance(now, list) and len(lanes) != len(now):
-        return (
-            f"the A/B ran on {len(lanes)} GPU lane(s), this one would run on {len(now)}: "
-            f"give --gpus {len(lanes)}"
         )
     changed = [words for key, words in PLAN_FIELDS.items() if recorded.get(key) != plan.get(key)]
     return f"the A/B in the journal is another one (other {', '.join(changed) or 'plan'})"

@@ -18,9 +18,6 @@ import configparser
 import re
 from pathlib import Path
 
-import tomlkit
-import tomlkit.exceptions
-
 from perfgate.cli.command import Command
 from perfgate.cli.guard import CommandError
 
@@ -95,7 +92,11 @@ def section_of(path: Path) -> str | None:
     return wanted if wanted in read_ini(path).sections() else None
 
 
-def read_toml(path: Path) -> tomlkit.TOMLDocument:
+def read_toml(path: Path):
+    """The TOML document of ``path`` (tomlkit's, imported here: only ``init`` needs it)."""
+    import tomlkit
+    import tomlkit.exceptions
+
     try:
         return tomlkit.parse(read_text(path))
     except tomlkit.exceptions.TOMLKitError as error:
@@ -125,6 +126,8 @@ def already(path: Path, section: str, value: object) -> bool:
 def edit_toml(path: Path, section: str) -> bool:
     """Add ``perfgate = true`` to the table ``section`` (created where absent); False where it
     was on already."""
+    import tomlkit
+
     document = read_toml(path) if path.exists() else tomlkit.document()
     table = document
     for name in section.split("."):

@@ -1,7 +1,8 @@
 """The pull-request comment of a gate's result (``perfgate comment``): a headline that says what
 the gate found, what was compared, the verdict table, and the functions that changed under each
 case not called unchanged, from the gate's typed rows (``gate.json``) and the function diffs of
-its summary (``gate.md``).
+its summary (``gate.md``); and, where the job also gated time (``perfgate check``'s rows), a
+second section of the same shape for time.
 
 The body starts with ``MARKER``, by which a workflow finds its own comment to update. Text from
 the run (test names, messages, function names) is shown as text, never as markup: escaped
@@ -18,7 +19,8 @@ from perfgate import format as fmt
 from perfgate.verdict.outcome import Verdict
 from perfgate.verdict.rows import GateRow
 
-LISTED = (Verdict.REGRESSION, Verdict.UNCONFIRMED, Verdict.NOT_GATED, Verdict.NEW)
+LISTED = (Verdict.REGRESSION, Verdict.UNCONFIRMED, Verdict.UNDECIDED, Verdict.NOT_GATED)
+LISTED += (Verdict.NEW,)
 LISTED += (Verdict.NOT_RUN, Verdict.IMPROVEMENT)  # before the unchanged, which fold away
 
 MARKER = "<!-- perfgate: pull-request instruction counts -->"
@@ -64,19 +66,25 @@ def function_diffs(markdown: str) -> dict[str, list[str]]:
     return {m.group(1): m.group(3).split("\n") for m in SECTION.finditer(markdown)}
 
 
-def headline(rows: list[GateRow]) -> str:
+COUNTS, TIME = "Instruction counts", "Time"
+
+
+def headline(rows: list[GateRow], what: str = COUNTS) -> str:
     """What the gate found, in the words its exit status says: a regression fails the check,
-    and so does a gate that gated nothing (exit 6)."""
+    and so does a gate that gated nothing (exit 6); undecided cases are said, not failed."""
     count = {verdict: sum(row.verdict is verdict for row in rows) for verdict in Verdict}
     summary = ", ".join(f"{n} {verdict}" for verdict, n in count.items() if n) or "no case"
     if count[Verdict.REGRESSION]:
-        return f"**:x: Instruction counts: a confirmed regression** ({summary}): this check fails."
+        return f"**:x: {what}: a confirmed regression** ({summary}): this check fails."
     if not any(row.gated for row in rows):
         why = "the table says why" if rows else "see the job's log"
+        return f"**:x: {what}: nothing was gated** ({summary}): this check fails; {why}."
+    if count[Verdict.UNDECIDED]:
         return (
-            f"**:x: Instruction counts: nothing was gated** ({summary}): this check fails; {why}."
+            f"**:warning: {what}: no regression, {count[Verdict.UNDECIDED]} undecided** "
+            f"({summary}): the data neither show a change nor rule one out (listed first)."
         )
-    return f"**:white_check_mark: Instruction counts: no regression** ({summary})."
+    return f"**:white_check_mark: {what}: no regression** ({summary})."
 
 
 def row_cells(row: GateRow) -> str:
@@ -87,18 +95,19 @@ def row_cells(row: GateRow) -> str:
 
 
 HEADER = ["| case | verdict | instructions per call | threshold |", "| --- | --- | --- | --- |"]
+TIME_HEADER = ["| case | verdict | time, interval and decided by | threshold |", HEADER[1]]
 
 
-def sections(rows: list[GateRow], markdown: str) -> list[list[str]]:
+def sections(rows: list[GateRow], markdown: str, header: list[str] = HEADER) -> list[list[str]]:
     """The comment after its headline, in sections that are each kept whole or cut whole: the
     table's rows one by one, the unchanged cases' ``<details>``, each case's changed
     functions."""
     listed = [row for verdict in LISTED for row in rows if row.verdict is verdict]
     unchanged = [row for row in rows if row not in listed]
-    parts = [[""] + HEADER] if listed else []
+    parts = [[""] + header] if listed else []
     parts += [[row_cells(row)] for row in listed]
     if unchanged:
-        folded = ["", f"<details><summary>{len(unchanged)} unchanged</summary>", "", *HEADER]
+        folded = ["", f"<details><summary>{len(unchanged)} unchanged</summary>", "", *header]
         parts.append([*folded, *map(row_cells, unchanged), "", "</details>"])
     diffs = function_diffs(markdown)
     changed = [
@@ -113,9 +122,17 @@ def sections(rows: list[GateRow], markdown: str) -> list[list[str]]:
     return parts
 
 
-def comment_body(rows: list[GateRow], markdown: str, base: str, head: str, run_url: str) -> str:
+def comment_body(
+    rows: list[GateRow],
+    markdown: str,
+    base: str,
+    head: str,
+    run_url: str,
+    timed: list[GateRow] | None = None,
+) -> str:
     """The comment: the marker, a headline, what was compared, then as many whole sections as
-    fit GitHub's limit, a cut note when some did not, and the job's link."""
+    fit GitHub's limit, a cut note when some did not, and the job's link. ``timed``: the rows
+    of ``perfgate check`` on the same runner, a section of their own after the counts'."""
     compared = (
         f"This pull request's tree (`{commit(head)}`) against the base branch "
         f"(`{commit(base)}`), both counted by callgrind on the same runner."
@@ -123,6 +140,9 @@ def comment_body(rows: list[GateRow], markdown: str, base: str, head: str, run_u
     footer = f"\n[The job, its log and the gate's files]({run_url})\n" if run_url else ""
     body = "\n".join([MARKER, headline(rows), "", compared])
     parts = sections(rows, markdown)
+    if timed is not None:
+        parts += [["", headline(timed, TIME), "", TIMED]]
+        parts += sections(timed, "", TIME_HEADER)
     whole = body + "".join("\n" + "\n".join(part) for part in parts) + "\n"
     if size(whole + footer) <= MAX_SIZE:
         return whole + footer
@@ -137,6 +157,13 @@ def comment_body(rows: list[GateRow], markdown: str, base: str, head: str, run_u
             break
         body = longer
     return body + note + footer
+
+
+TIMED = (
+    "The same runner timed both trees (`perfgate check`): the stored comparison against the "
+    "base branch's run, then an interleaved A/B of every case it could not settle; undecided "
+    "cases warn."
+)
 
 
 def no_summary_body(gate_json: str, run_url: str) -> str:
