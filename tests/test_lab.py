@@ -47,7 +47,7 @@ def test_corrupt_or_non_utf8_run_file_names_it_and_says_what_to_do(tmp_path):
         status, out, err = lab(str(broken), "--out", str(tmp_path / "r"))
         line = error_line(err)
         assert (status, out) == (2, "")
-        assert f"run {broken} " in line and problem in line and "restore it from git" in line
+        assert f"run {broken} " in line and problem in line and "write it again" in line
 
 
 def test_report_answers_the_lab_questions_with_plots(tmp_path):
