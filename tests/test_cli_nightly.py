@@ -106,7 +106,7 @@ def write_baseline(path: Path, commit_id: str) -> None:
 
 def verdicts(results: Path) -> dict[str, dict]:
     data = json.loads((results / "nightly-verdicts.json").read_text())
-    return {case["name"]: case for case in data["cases"]}
+    return {case["name"]: case for case in data["rows"]}
 
 
 def test_a_real_slowdown_flagged_by_the_stored_comparison_is_confirmed_by_the_ab(repo, tmp_path):

@@ -276,3 +276,19 @@ def test_the_ci_recipe_clears_a_one_session_baselines_offset_and_catches_a_real_
     assert slower.returncode == 1, slower.stdout + slower.stderr
     failing = [x for x in slower.stdout.splitlines() if "| regression |" in x]
     assert len(failing) == 1 and "test_w\\[other\\]" in failing[0], slower.stdout
+
+
+def test_the_nights_file_is_typed_and_versioned_and_reads_the_format_before_it():
+    stored = row("unconfirmed", 4.0)
+    undecided = judge_pairs("x::t", pairs_of([0.85, 1.12, 0.97, 1.09, 0.98]), TARGET)
+    night = nightly.Night([nightly.night(stored, "stored comparison: unconfirmed", undecided)],
+                          "abc", 3, 0.03, 0.01, undecided="fail")  # fmt: skip
+    data = nightly.as_json(night)
+    assert data["format"] == nightly.NIGHT.version and data["rows"][0]["verdict"] == "undecided"
+    again = nightly.from_json(json.loads(json.dumps(data)))
+    assert again.rows[0].verdict is Verdict.UNDECIDED and again.undecided == "fail"
+    before = {key: value for key, value in data.items() if key not in ("format", "rows")}
+    old = nightly.from_json({**before, "cases": data["rows"]})  # written before the version
+    assert old.rows[0].name == "x::t"
+    with pytest.raises(ValueError, match="newer than this perfgate reads .*: upgrade perfgate"):
+        nightly.from_json({**data, "format": nightly.NIGHT.version + 1})

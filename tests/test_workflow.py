@@ -326,7 +326,7 @@ def test_the_fan_in_fails_only_on_an_ab_confirmed_regression(tmp_path, shards, s
     merged = json.loads((results / "nightly.json").read_text())
     assert [b["fullname"] for b in merged["benchmarks"]] == ["t.py::c1", "t.py::c2"]
     night = json.loads((results / "nightly-verdicts.json").read_text())
-    assert sorted(case["name"] for case in night["cases"]) == ["t.py::c1", "t.py::c2"]
+    assert sorted(case["name"] for case in night["rows"]) == ["t.py::c1", "t.py::c2"]
     assert (results / "nightly.md").read_text().startswith("# perfgate nightly")
 
 

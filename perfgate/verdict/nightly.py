@@ -23,8 +23,7 @@ from dataclasses import dataclass, replace
 
 from perfgate.verdict.outcome import GateResult, Verdict
 from perfgate.verdict.reason import Reason
-from perfgate.verdict.rows import FORMAT, GateRow, RowsError
-from perfgate.verdict.rows import from_json as read_rows
+from perfgate.verdict.rows import KEY, GateRow, Kind, RowsError, rows_of, written
 
 STORED = "stored comparison"
 AB = "A/B"
@@ -210,32 +209,38 @@ FACTS = {"base_commit": str, "blocks": int, "target": float, "screen": float,
          "offset": str}  # fmt: skip
 
 
+# nightly-verdicts.json: format 1 is the rows' shared shape (``rows.written``); format 0, before
+# the version, held the same cases under "cases", read as they are
+NIGHT = Kind("nightly verdicts", 1, oldest=0)
+
+
 def as_json(night: Night) -> dict:
     """nightly-verdicts.json: the night's facts and, per case, the gate's row with which
     comparison decided, both results and why the case went to the A/B."""
     cases = [{**n.row.as_json(), "decided_by": n.decided_by, "stored": n.stored, "ab": n.ab,
               "why_ab": n.why_ab} for n in night.rows]  # fmt: skip
     facts = {key: getattr(night, key) for key in FACTS}
-    return {**facts, "remaining": list(night.remaining), "cases": cases}
+    return written(NIGHT, cases, **facts, remaining=list(night.remaining))
 
 
 def from_json(data: object) -> Night:
-    """A night written by ``as_json``; RowsError naming what is wrong."""
-    if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
-        raise RowsError("not a perfgate nightly-verdicts.json (an object with 'cases')")
-    rows = read_rows({"format": FORMAT, "rows": data["cases"]})
+    """A night written by ``as_json`` (or before the format's version); RowsError naming what
+    is wrong, in one line."""
+    if isinstance(data, dict) and KEY not in data and isinstance(data.get("cases"), list):
+        data = {**data, KEY: 0, "rows": data["cases"]}  # format 0
+    head, found = rows_of(NIGHT, data)
     nights = []
-    for row, case in zip(rows, data["cases"], strict=True):
+    for row, case in zip(found, data["rows"], strict=True):
         texts = [case.get(key) for key in ("decided_by", "stored", "ab", "why_ab")]
         if any(text is not None and not isinstance(text, str) for text in texts):
             raise RowsError(f"{row.name}: decided_by, stored, ab and why_ab must be text")
         nights.append(NightRow(row, texts[0], texts[1] or "", texts[2], texts[3]))
-    facts = {key: data[key] for key in FACTS if data.get(key) is not None}
+    facts = {key: head[key] for key in FACTS if head.get(key) is not None}
     for key, value in facts.items():
         kind = (int, float) if FACTS[key] is float else FACTS[key]
         if isinstance(value, bool) or not isinstance(value, kind):
             raise RowsError(f"{key} must be {FACTS[key].__name__}, got {value!r}")
-    remaining = data.get("remaining") or []
+    remaining = head.get("remaining") or []
     if not isinstance(remaining, list) or not all(isinstance(n, str) for n in remaining):
         raise RowsError("remaining must be a list of case names")
     return Night(nights, **facts, remaining=tuple(remaining))
