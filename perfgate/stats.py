@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -215,15 +215,8 @@ class Comparison:
     round_ratio_high: float = math.inf
     paired: bool = False
     fastest_ratio: float = math.nan
-    tested: int = 1  # cases tested together (``tested_together``): the p-values are adjusted
+    tested: int = 1  # cases tested together (``verdict.family``): the p-values are adjusted
     p_raw: float | None = None  # the slower p-value before that adjustment
-
-    @property
-    def p_words(self) -> str:
-        """'p=0.0042', or 'p=0.36 (0.0042 alone, 86 cases tested together)'."""
-        if self.tested <= 1 or self.p_raw is None:
-            return f"p={self.p_value:.2g}"
-        return f"p={self.p_value:.2g} ({self.p_raw:.2g} alone, {self.tested} cases tested together)"
 
     @property
     def rounds(self) -> str:
@@ -283,23 +276,6 @@ def compare_samples(
         round_ratio_low=float(curr.min() / base.max()),
         round_ratio_high=float(curr.max() / base.min()),
         fastest_ratio=float(curr.min() / base.min()),
-    )
-
-
-def tested_together(comparison: Comparison, cases: int) -> Comparison:
-    """``comparison`` as one of ``cases`` tested together (a session's or an A/B's cases): its
-    p-values multiplied by ``cases`` (Bonferroni), so that the chance of any false alarm among
-    them stays at most the significance level, however many cases are tested. The smallest
-    p-value the counts can give grows with them; ``p_raw`` keeps the case's own."""
-    if cases <= 1:
-        return comparison
-    return replace(
-        comparison,
-        p_value=min(1.0, comparison.p_value * cases),
-        p_value_faster=min(1.0, comparison.p_value_faster * cases),
-        smallest_p=min(1.0, comparison.smallest_p * cases),
-        tested=cases,
-        p_raw=comparison.p_value,
     )
 
 

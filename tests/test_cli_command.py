@@ -1,7 +1,7 @@
 """The command line's shape: one table of commands, one error convention, the options the plugin
 and the commands share declared once and checked at the door, the store's root found by the
 plugin's rule from the project's own configuration, and git and pytest run as children in one
-place (``perfgate.ab.processes``)."""
+place (``perfgate.ab.children``)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ import pytest
 from helpers import commit, perfgate, refused_at_the_door
 
 from perfgate import arguments
-from perfgate.ab import AbError
-from perfgate.ab import processes as children
+from perfgate.ab import AbError, children
 from perfgate.ab.children import environment, git
 from perfgate.cli import COMMANDS, build_parser, project
 from perfgate.cli.command import Command

@@ -16,10 +16,9 @@ import numpy as np
 import pytest
 from helpers import CHECKOUT, git
 
-from perfgate import stats
 from perfgate.benchmark import Benchmark
 from perfgate.stats import compare_samples
-from perfgate.verdict import Thresholds, Verdict, nightly
+from perfgate.verdict import Thresholds, Verdict, family, nightly
 from perfgate.verdict.paired import compare_paired_blocks, judge_pairs
 from perfgate.verdict.reason import Reason
 from perfgate.verdict.rows import GateRow
@@ -105,9 +104,9 @@ def test_a_p_value_that_stands_alone_does_not_stand_among_86_cases():
 
 def test_testing_more_cases_together_never_lowers_a_p_value():
     c = compare_samples([1.0, 1.1, 1.05, 0.98, 1.02] * 4, [1.2, 1.25, 1.18, 1.22, 1.3] * 4)
-    values = [stats.tested_together(c, m).p_value for m in (1, 2, 10, 200)]
+    values = [family.tested_together(c, m).p_value for m in (1, 2, 10, 200)]
     assert values == sorted(values) and values[0] == c.p_value
-    assert stats.tested_together(c, 200).p_raw == c.p_value
+    assert family.tested_together(c, 200).p_raw == c.p_value
 
 
 # --- the night -----------------------------------------------------------------------------------

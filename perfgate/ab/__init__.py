@@ -15,7 +15,7 @@ The verdicts are the one judge's (``verdict.paired``); this package only runs th
   GPUs, progress, time limit; ``compare``: one A/B end to end; ``night``: the nightly;
   ``fanin``: its shards;
 - ``bisect`` and ``bisect_steps``: ``perfgate bisect``, GOOD and each commit in worktrees of their
-  own; ``processes``: the child pytest and git of bisect and ``perfgate profile``.
+  own.
 """
 
 

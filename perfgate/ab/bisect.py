@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from perfgate.ab import processes as children
+from perfgate.ab import children
 from perfgate.ab.bisect_steps import SKIP, BisectError, log_table, regression_of, step_main
 from perfgate.ab.children import git, git_succeeds
 from perfgate.progress import Progress

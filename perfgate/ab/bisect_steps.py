@@ -11,8 +11,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from perfgate.ab import AbError
-from perfgate.ab import processes as children
+from perfgate.ab import AbError, children
 from perfgate.ab.children import git
 from perfgate.arguments import add_alpha, add_fraction, add_test_paths
 from perfgate.report.tables import render

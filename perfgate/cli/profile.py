@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from perfgate.ab import processes as children
+from perfgate.ab import children
 from perfgate.cli.command import Command
 from perfgate.cli.guard import CommandError
 

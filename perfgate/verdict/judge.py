@@ -23,19 +23,20 @@ from perfgate.stats import (
     Comparison,
     compare_samples,
     medians_only,
-    tested_together,
 )
 from perfgate.verdict import shift as machine
-from perfgate.verdict.attribution import function_diff, profile_diff
+from perfgate.verdict.attribution import profile_diff
 from perfgate.verdict.clocks import clocks_note, gpu_note
+from perfgate.verdict.counts import judge_counts
 from perfgate.verdict.evidence import Evidence, evidence
+from perfgate.verdict.family import tested_together, together
 from perfgate.verdict.launches import judge_launches
 from perfgate.verdict.noise import case_threshold, too_noisy_message
 from perfgate.verdict.outcome import GateResult, Verdict, decide
 from perfgate.verdict.pairing import same_run_ratios
 from perfgate.verdict.reason import Reason
-from perfgate.verdict.rules import Case, instructions_tolerance
-from perfgate.verdict.thresholds import DEFAULT_INSTRUCTIONS_TOLERANCE, Thresholds
+from perfgate.verdict.rules import Case
+from perfgate.verdict.thresholds import Thresholds
 from perfgate.verdict.time_change import TOO_FEW_ROUNDS
 
 # The lab's timing notes: when the host enqueues no faster than the GPU runs, per-call time
@@ -67,7 +68,7 @@ def _verdict_of(e: Evidence, thresholds: Thresholds) -> GateResult:
     before, now = e.before, e.now
     if before.counted and now.counted:
         marker = e.declared.get(Declared.THRESHOLD)
-        return _judge_counts(Case(e.name, before, now, marker=marker), family)
+        return judge_counts(Case(e.name, before, now, marker=marker), family)
     case = case_threshold(
         before, list(e.members), e.declared, thresholds, None if e.paired else now
     )
@@ -226,35 +227,6 @@ def _not_gated(e: Evidence) -> tuple[Reason, str] | None:
     return None
 
 
-def _judge_counts(case: Case, family: str | None) -> GateResult:
-    """Instruction counts and exact counters are deterministic: no re-run, no statistics."""
-    tolerance = instructions_tolerance(case)
-    source = f"instructions default {DEFAULT_INSTRUCTIONS_TOLERANCE:.0%}"
-    source = source if case.marker is None else "marker"
-    row = dict(name=case.name, family=family, threshold=tolerance, threshold_source=source)
-    if case.before.instructions and case.now.instructions:
-        row["instructions"] = (case.before.instructions, case.now.instructions)
-    if reason := counted_alike(case.before, case.now):
-        return GateResult(verdict=Verdict.NOT_GATED, message=reason,
-                          reason=Reason.COUNTED_OTHERWISE, **row)  # fmt: skip
-    decision = decide(case, "instructions")
-    details = ()
-    if decision.verdict is Verdict.REGRESSION:
-        details = tuple(function_diff(case.before, case.now))
-    return GateResult(verdict=decision.verdict, message=decision.message, details=details, **row)
-
-
-def counted_alike(baseline: Benchmark, current: Benchmark) -> str | None:
-    """Why two cases' instruction counts cannot be compared (counted another way), or None."""
-    old, new = baseline.uncounted, current.uncounted
-    if old == new:
-        return None
-    return (
-        f"not gated: the baseline counted instructions another way (left out: {old or 'nothing'};"
-        f" now: {new or 'nothing'}): record a new baseline with --benchmark-save"
-    )
-
-
 def _compared(before: Benchmark, now: Benchmark) -> Comparison:
     """The rounds compared; without the rounds of a side, its stored median (shown, not
     judged: pytest-benchmark saves no rounds by default)."""
@@ -281,7 +253,7 @@ def judge_all(cases: dict[str, Evidence], thresholds: Thresholds) -> list[GateRe
     """The verdict on each case of one session, worst first: each by ``judge_case``, against
     the session's machine-wide shift where most cases moved together (``verdict.shift``). The
     session's timed cases are tested together: each one's p-values are adjusted for their number
-    (``stats.tested_together``), so testing more cases never means more false alarms."""
+    (``verdict.family``), so testing more cases never means more false alarms."""
     cases = together(cases)
     first = {name: judge_case(replace(e, again=None), thresholds) for name, e in cases.items()}
     walls = {
@@ -299,12 +271,6 @@ def judge_all(cases: dict[str, Evidence], thresholds: Thresholds) -> list[GateRe
         for name, e in cases.items()
     ]
     return sorted(results, key=_severity)
-
-
-def together(cases: dict[str, Evidence]) -> dict[str, Evidence]:
-    """``cases`` with each timed one marked as tested together with the others."""
-    tested = sum(e.timed for e in cases.values())
-    return {name: replace(e, tested=tested) if e.timed else e for name, e in cases.items()}
 
 
 def _severity(result: GateResult) -> tuple[int, float, str]:

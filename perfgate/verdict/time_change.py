@@ -21,6 +21,13 @@ from perfgate.verdict.thresholds import (
 TOO_FEW_ROUNDS = "too few rounds to decide"  # the not-gated reason, counted in the summary
 
 
+def p_words(c: Comparison) -> str:
+    """'p=0.0042', or 'p=0.36 (0.0042 alone, 86 cases tested together)'."""
+    if c.tested <= 1 or c.p_raw is None:
+        return f"p={c.p_value:.2g}"
+    return f"p={c.p_value:.2g} ({c.p_raw:.2g} alone, {c.tested} cases tested together)"
+
+
 @dataclass(frozen=True)
 class _TimeRule:
     threshold: float = DEFAULT_TIME_THRESHOLD  # fraction of the baseline median
@@ -75,7 +82,7 @@ class TimeRegression(_TimeRule):
             return None
         return (
             f"slower by {c.change_percent:.1f}% (threshold {self.threshold:.0%}, "
-            f"{c.p_words}): {c.describe()}"
+            f"{p_words(c)}): {c.describe()}"
         )
 
     def undecided(self, comparison: Comparison) -> tuple[Reason, str] | None:
@@ -90,7 +97,7 @@ class TimeRegression(_TimeRule):
                 return None
             return Reason.NOT_SIGNIFICANT, (
                 f"slower by {c.change_percent:.1f}% (threshold {self.threshold:.0%}) but not "
-                f"significantly ({c.p_words}, ratio {c.confidence:.0%} CI "
+                f"significantly ({p_words(c)}, ratio {c.confidence:.0%} CI "
                 f"[{c.ratio_low:.3f}, {c.ratio_high:.3f}]) on {c.rounds}: "
                 f"{more_evidence(c, self.threshold)}"
             )
