@@ -168,7 +168,8 @@ def more_needed(c: Comparison, threshold: float) -> int | None:
     """About how many pairs (or rounds a side) in all would decide ``c``: narrow its interval
     inside the threshold around its ratio (unchanged), or clear of 1 where its ratio is past the
     threshold (a change); None where its interval is unbounded. The interval narrows as one over
-    the square root of the count: an estimate, not a promise."""
+    the square root of the count, and for pairs as the t quantile of their count: an estimate
+    from the spread seen so far, not a promise."""
     if not math.isfinite(c.ratio_high) or c.ratio_low <= 0 or c.ratio <= 0:
         return None
     n = min(c.n_baseline, c.n_current)
@@ -177,7 +178,18 @@ def more_needed(c: Comparison, threshold: float) -> int | None:
     room = limit - center if center < limit else center  # unchanged, else a change shown
     if room <= 0 or half <= 0:
         return None if room <= 0 else n
-    return max(n + 1, math.ceil(n * (half / room) ** 2))
+    if not c.paired:
+        return max(n + 1, math.ceil(n * (half / room) ** 2))
+    from scipy.stats import t as student  # here: importing scipy.stats takes 1.5 s
+
+    def quantile(pairs: int) -> float:
+        return float(student.ppf(0.5 + c.confidence / 2, pairs - 1))
+
+    spread = half * math.sqrt(n) / quantile(n)  # of one pair's log ratio
+    for pairs in range(n + 1, 100 * n + 1):
+        if quantile(pairs) * spread / math.sqrt(pairs) <= room:
+            return pairs
+    return 100 * n + 1
 
 
 def more_evidence(c: Comparison, threshold: float | None = None) -> str:

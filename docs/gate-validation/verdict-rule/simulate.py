@@ -29,6 +29,7 @@ from scipy.stats import beta
 
 from perfgate.benchmark import Benchmark, Run
 from perfgate.verdict import Thresholds, Verdict
+from perfgate.ab.engine import undecided as engine_undecided
 from perfgate.verdict.paired import judge_blocks
 
 KERNEL, RESNET = 0.005, 0.06  # block scatter (sigma of the log) of the two kinds of case
@@ -59,11 +60,13 @@ def _pairs(rng, cases: dict[str, tuple[float, float]], first: int, count: int) -
     return pairs
 
 
-def _undecided(result) -> bool:
-    """What the engine gives more pairs: undecided (a perfgate without that verdict left these
-    not gated, with a comparison)."""
-    undecided = getattr(Verdict, "UNDECIDED", Verdict.NOT_GATED)
-    return result.verdict is undecided and result.comparison is not None
+def _again(results: list, more: int) -> set[str]:
+    """The cases the engine gives more pairs (``perfgate.ab.engine.undecided`` of the perfgate
+    on ``sys.path``: today's only where more pairs can decide them)."""
+    try:
+        return set(engine_undecided(results, more))
+    except TypeError:  # a perfgate whose engine gives them to every undecided case
+        return set(engine_undecided(results))
 
 
 def _judge(pairs: list, cases: int) -> list:
@@ -79,7 +82,7 @@ def night(rng, cases: dict[str, tuple[float, float]], more: int = MORE) -> dict[
     ``MORE`` more of those left undecided, all judged together as the A/B's last word."""
     pairs = _pairs(rng, cases, 0, BLOCKS)
     first = _judge(pairs, len(cases))
-    again = {r.name: cases[r.name] for r in first if _undecided(r)}
+    again = {name: cases[name] for name in _again(first, more)}
     if again and more:
         pairs += _pairs(rng, again, BLOCKS, more)
         first = _judge(pairs, len(cases))
