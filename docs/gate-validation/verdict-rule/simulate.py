@@ -27,9 +27,9 @@ import sys
 import numpy as np
 from scipy.stats import beta
 
+from perfgate.ab.engine import undecided as engine_undecided
 from perfgate.benchmark import Benchmark, Run
 from perfgate.verdict import Thresholds, Verdict
-from perfgate.ab.engine import undecided as engine_undecided
 from perfgate.verdict.paired import judge_blocks
 
 KERNEL, RESNET = 0.005, 0.06  # block scatter (sigma of the log) of the two kinds of case
