@@ -81,11 +81,10 @@ def log(*parts) -> None:
 def fused_candidates(m: int, n: int, k: int, dry: bool) -> list[LinearConfig]:
     """Every config the table may hold (``path_candidates``); at toy sizes a few of each kind."""
     if not dry:
-        return [c for c in path_candidates(m, n, k) if c.kernel != "chunks" or c.block_n <= n]
+        return path_candidates(m, n, k)
     if m == 1:
         return [LinearConfig(1, 16, 64, 1, 4, 1, kernel="gemv"), LinearConfig(16, 64, 64)]
-    chunks = LinearConfig(1, 128, 1, kernel="chunks")
-    return [LinearConfig(16, 64, 64, 2, 4, 3, kernel="tile_values"), chunks]
+    return [LinearConfig(16, 64, 64, 2, 4, 3), LinearConfig(64, 64, 64, 1, 4, 3)]
 
 
 # --- Timing -------------------------------------------------------------------------------------
@@ -407,7 +406,7 @@ def compile_part(part: str) -> None:
     work = []
     for n, k in SHAPES:
         for m in BATCHES:
-            work += [(n, k, m, c) for c in fused_candidates(m, n, k, False) if c.kernel != "chunks"]
+            work += [(n, k, m, c) for c in fused_candidates(m, n, k, False)]
     weights, failed = {}, []
     FAILED_DIR.mkdir(exist_ok=True)
     for i, (n, k, m, config) in enumerate(work):
@@ -526,6 +525,10 @@ def main() -> None:
     log("done")
 
 
+def shape(row: dict) -> tuple[int, int, int]:
+    return row["n"], row["k"], row["m"]
+
+
 def profiles(result: dict, out: Path) -> dict:
     if not shutil.which("ncu"):
         log("ncu is not installed here")
@@ -536,15 +539,8 @@ def profiles(result: dict, out: Path) -> dict:
     }
     for row in result["linear"]:
         if row["best"]:
-            config = LinearConfig(**row["configs"][row["best"]])
-            if config.kernel != "chunks":
-                cases[f"{row['n']}x{row['k']} batch {row['m']}"] = [
-                    "linear",
-                    row["n"],
-                    row["k"],
-                    row["m"],
-                    config.__dict__,
-                ]
+            fields = row["configs"][row["best"]]
+            cases[f"{row['n']}x{row['k']} batch {row['m']}"] = ["linear", *shape(row), fields]
     found = {}
     for name, case in cases.items():
         found[name] = ncu_profile(case, out / "ncu.txt", name)

@@ -1,0 +1,54 @@
+"""The fused linear's configs swept beyond the autotuner's candidates, any of which the committed
+table may choose (``tuning.path_candidates``; tools/mxint8_sweep.py times them all).
+
+At batch 1 the GEMV kernel (linear_gemv.py): (block_n, block_k, num_warps) x K splits x
+pipelining by Triton (3 stages) or by hand (1), and its stream form on N programs per SM. Up to
+batch 64 the tile kernel with one row tile: narrow to wide weight tiles, short to long K blocks,
+2-5 pipeline stages, K split 1-16. All were timed on an H200
+(docs/gate-validation/mxint8-session14), where GEMV tiles of 16 rows and tiles of 128 won.
+"""
+
+from __future__ import annotations
+
+from kernels.mxint8.linear_launch import LinearConfig
+
+_GEMV_SHAPES = [(16, 512, 4), (32, 256, 4), (16, 1024, 8), (32, 512, 8), (64, 256, 8)]
+_GEMV_SHAPES += [(64, 512, 8), (32, 1024, 8), (128, 256, 8), (8, 512, 4), (8, 1024, 8)]
+_GEMV_SHAPES += [(16, 2048, 16), (8, 2048, 16)]
+_GEMV_SPLITS = (1, 2, 4)
+_GEMV_STAGES = (1, 3)  # 1: the next block fetched into registers by hand
+_STREAM_SHAPES = [(16, 512, 4), (32, 256, 4), (32, 512, 8)]
+_STREAM_PROGRAMS_PER_SM = {4: (2, 3, 4), 8: (1, 2)}
+_BATCH_1_TILES = [LinearConfig(16, 64, 256, split, 4, 3) for split in (1, 2, 4)]
+_TILE_SHAPES = [  # (block_n, num_warps, ((block_k, num_stages), ...)) up to batch 64
+    (64, 4, ((64, 4), (128, 3), (128, 4), (256, 2), (256, 3), (512, 2))),
+    (128, 8, ((64, 4), (128, 3), (128, 4), (256, 2), (256, 3), (512, 2))),
+    (256, 8, ((128, 3), (256, 2), (256, 3))),
+]
+_TILE_SPLITS = (1, 2, 4, 8, 16)
+
+
+def gemv_configs(k: int) -> list[LinearConfig]:
+    configs = []
+    for bn, bk, warps in _GEMV_SHAPES:
+        for split in _GEMV_SPLITS:
+            for stages in _GEMV_STAGES if k % (bk * split) == 0 else ():
+                configs.append(LinearConfig(1, bn, bk, split, warps, stages, kernel="gemv"))
+    for bn, bk, warps in _STREAM_SHAPES:
+        for per_sm in _STREAM_PROGRAMS_PER_SM[warps] if k % bk == 0 else ():
+            stream = dict(kernel="gemv_stream", programs_per_sm=per_sm)
+            configs.append(LinearConfig(1, bn, bk, 1, warps, 3, **stream))
+    return configs
+
+
+def sweep_configs(bucket: int, k: int) -> list[LinearConfig]:
+    """The swept configs of a batch bucket (``linear_launch.m_bucket``) and K."""
+    if bucket == 1:
+        return gemv_configs(k) + _BATCH_1_TILES
+    configs = []
+    for bn, warps, block_ks in _TILE_SHAPES if bucket <= 64 else ():
+        for bk, stages in block_ks:
+            for split in _TILE_SPLITS:
+                if k >= 2 * split * bk:
+                    configs.append(LinearConfig(bucket, bn, bk, split, warps, stages))
+    return configs
