@@ -84,7 +84,9 @@ def fused_candidates(m: int, n: int, k: int, dry: bool) -> list[LinearConfig]:
         return path_candidates(m, n, k)
     if m == 1:
         return [LinearConfig(1, 16, 64, 1, 4, 1, kernel="gemv"), LinearConfig(16, 64, 64)]
-    return [LinearConfig(16, 64, 64, 2, 4, 3), LinearConfig(64, 64, 64, 1, 4, 3)]
+    mma = [LinearConfig(16, 64, 64, 2, 4, 3, kernel="mma"), LinearConfig(64, 64, 64, kernel="mma")]
+    mma.append(LinearConfig(64, 64, 64, kernel="mma_plain"))
+    return [LinearConfig(16, 64, 64, 2, 4, 3), LinearConfig(64, 64, 64, 1, 4, 3)] + mma
 
 
 # --- Timing -------------------------------------------------------------------------------------

@@ -19,11 +19,14 @@ from kernels.mxint8.format import interpreting
 from kernels.mxint8.linear_gemv import mxint8_gemv_kernel
 from kernels.mxint8.linear_gemv_stream import mxint8_gemv_stream_kernel
 from kernels.mxint8.linear_kernel import mxint8_linear_kernel
+from kernels.mxint8.linear_mma import mxint8_mma_kernel
 
 KERNELS = {
     "tile": mxint8_linear_kernel,
     "gemv": mxint8_gemv_kernel,
     "gemv_stream": mxint8_gemv_stream_kernel,
+    "mma": mxint8_mma_kernel,
+    "mma_plain": mxint8_mma_kernel,
 }
 
 
@@ -31,8 +34,9 @@ KERNELS = {
 class LinearConfig:
     """Block sizes, K split, warps and pipeline depth of one launch of the fused kernel, and
     which kernel: "tile" (tensor cores; linear_kernel.py), "gemv" (CUDA cores, one row of x
-    per program; linear_gemv.py) or "gemv_stream" (the GEMV on ``programs_per_sm``
-    persistent programs per SM; linear_gemv_stream.py)."""
+    per program; linear_gemv.py), "gemv_stream" (the GEMV on ``programs_per_sm``
+    persistent programs per SM; linear_gemv_stream.py), or "mma" / "mma_plain" (the mixed-input
+    GEMM computing out^T = W @ x^T or out = x @ W^T; linear_mma.py)."""
 
     block_m: int
     block_n: int
@@ -180,6 +184,8 @@ def launch(x2d, mantissa, scales, bias, out, group_size: int, config: LinearConf
     workspace = torch.empty(max(workspace_elements, 1), dtype=torch.float32, device=out.device)
     if config.kernel.startswith("gemv"):  # its loop is pipelined by tl.range, not by the launch
         meta = dict(meta, NUM_STAGES=config.num_stages)
+    if config.kernel.startswith("mma"):
+        meta = dict(meta, WEIGHT_LEFT=config.kernel == "mma")
     args = kernel_operands(x2d, mantissa, scales, bias, out, workspace, counters)
     return KERNELS[config.kernel][grid](*args, **problem_meta(m, bias, group_size), **meta)
 

@@ -4,8 +4,10 @@ table may choose (``tuning.path_candidates``; tools/mxint8_sweep.py times them a
 At batch 1 the GEMV kernel (linear_gemv.py): (block_n, block_k, num_warps) x K splits x
 pipelining by Triton (3 stages) or by hand (1), and its stream form on N programs per SM. Up to
 batch 64 the tile kernel with one row tile: narrow to wide weight tiles, short to long K blocks,
-2-5 pipeline stages, K split 1-16. All were timed on an H200
-(docs/gate-validation/mxint8-session14), where GEMV tiles of 16 rows and tiles of 128 won.
+2-5 pipeline stages, K split 1-16, and the mixed-input GEMM (linear_mma.py) with K split 1-8;
+from batch 128 the mixed-input GEMM in both orientations. The tile kernel's sets were timed on
+an H200 (docs/gate-validation/mxint8-session14), where GEMV tiles of 16 rows and tiles of 128
+won.
 """
 
 from __future__ import annotations
@@ -26,6 +28,33 @@ _TILE_SHAPES = [  # (block_n, num_warps, ((block_k, num_stages), ...)) up to bat
     (256, 8, ((128, 3), (256, 2), (256, 3))),
 ]
 _TILE_SPLITS = (1, 2, 4, 8, 16)
+# The mixed-input GEMM (linear_mma.py), (block_n, num_warps, ((block_k, num_stages), ...)) up to
+# batch 64: fewer registers than the tile kernel (96 at 16x128x64, 8 warps), so more CTAs an SM.
+_MMA_SMALL = [
+    (64, 4, ((64, 4), (64, 6), (128, 4), (256, 3))),
+    (128, 8, ((64, 4), (64, 6), (128, 4), (256, 3))),
+]
+_MMA_SPLITS = (1, 2, 4, 8)
+# From batch 128: (kernel, block_m, block_n, block_k, num_warps, num_stages). "mma" takes the
+# weight from registers (block_n 64 per 4 warps: one wgmma row block per warp group).
+_MMA_LARGE = [
+    ("mma", 128, 128, 64, 8, 3),
+    ("mma", 128, 128, 64, 8, 4),
+    ("mma", 128, 128, 128, 8, 3),
+    ("mma", 64, 128, 64, 8, 4),
+    ("mma", 64, 128, 128, 8, 3),
+    ("mma", 256, 128, 64, 8, 3),
+    ("mma", 256, 128, 64, 8, 4),
+    ("mma", 128, 64, 64, 4, 4),
+    ("mma", 128, 64, 128, 4, 3),
+    ("mma", 256, 64, 64, 4, 3),
+    ("mma_plain", 128, 128, 64, 8, 3),
+    ("mma_plain", 128, 128, 64, 8, 4),
+    ("mma_plain", 128, 128, 128, 8, 3),
+    ("mma_plain", 128, 256, 64, 8, 3),
+    ("mma_plain", 64, 128, 64, 4, 4),
+    ("mma_plain", 256, 128, 64, 8, 3),
+]
 
 
 def gemv_configs(k: int) -> list[LinearConfig]:
@@ -51,4 +80,12 @@ def sweep_configs(bucket: int, k: int) -> list[LinearConfig]:
             for split in _TILE_SPLITS:
                 if k >= 2 * split * bk:
                     configs.append(LinearConfig(bucket, bn, bk, split, warps, stages))
+    for bn, warps, block_ks in _MMA_SMALL if bucket <= 64 else ():
+        for bk, stages in block_ks:
+            for split in _MMA_SPLITS:
+                if k >= 2 * split * bk:
+                    mma = LinearConfig(bucket, bn, bk, split, warps, stages, kernel="mma")
+                    configs.append(mma)
+    for kernel, bm, bn, bk, warps, stages in _MMA_LARGE if bucket > 64 else ():
+        configs.append(LinearConfig(bm, bn, bk, 1, warps, stages, kernel=kernel))
     return configs
