@@ -394,8 +394,9 @@ def ncu_profile(case: list, path: Path, name: str) -> dict:
 def precompile(jobs: int) -> None:
     """Compile every candidate in ``jobs`` child processes sharing Triton's cache, so that the
     timing process only loads binaries."""
+    batches = ["--batches", ",".join(map(str, BATCHES))]
     children = [
-        subprocess.Popen([sys.executable, __file__, "--compile-part", f"{i}/{jobs}"])
+        subprocess.Popen([sys.executable, __file__, "--compile-part", f"{i}/{jobs}", *batches])
         for i in range(jobs)
     ]
     for child in children:
@@ -472,10 +473,13 @@ def main() -> None:
     parser.add_argument("--dry", action="store_true", help="CPU, interpreter, toy sizes")
     parser.add_argument("--jobs", type=int, default=0, help="compile candidates in N processes")
     parser.add_argument("--skip-dequantize", action="store_true")
+    parser.add_argument("--batches", help="comma-separated batch sizes (default 1,16,512)")
     parser.add_argument("--ncu", action="store_true", help="Nsight Compute per chosen kernel")
     parser.add_argument("--compile-part", help=argparse.SUPPRESS)
     parser.add_argument("--ncu-case", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.batches:
+        BATCHES[:] = [int(b) for b in args.batches.split(",")]
     if args.compile_part:
         return compile_part(args.compile_part)
     if args.ncu_case:
@@ -509,7 +513,7 @@ def main() -> None:
     largest = result["dequantize"][-1]
     result["floor_tbps"] = largest["tbps"]["copy"]
     (out / "sweep.json").write_text(json.dumps(result, indent=1))
-    batches = [1, 16, 64] if args.dry else BATCHES
+    batches = [1, 16, 64] if args.dry and not args.batches else BATCHES
 
     def save(rows):
         (out / "sweep.json").write_text(json.dumps(result | {"linear": rows}, indent=1))

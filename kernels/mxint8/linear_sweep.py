@@ -35,25 +35,32 @@ _MMA_SMALL = [
     (128, 8, ((64, 4), (64, 6), (128, 4), (256, 3))),
 ]
 _MMA_SPLITS = (1, 2, 4, 8)
-# From batch 128: (kernel, block_m, block_n, block_k, num_warps, num_stages). "mma" takes the
-# weight from registers (block_n 64 per 4 warps: one wgmma row block per warp group).
+# From batch 128: (kernel, block_m, block_n, block_k, num_warps, num_stages, split_k). "mma" takes
+# the weight from registers (block_n 64 per 4 warps: one wgmma row block per warp group); the
+# dequantization a tile repeats for each of its block_m rows costs less the taller the tile.
 _MMA_LARGE = [
-    ("mma", 128, 128, 64, 8, 3),
-    ("mma", 128, 128, 64, 8, 4),
-    ("mma", 128, 128, 128, 8, 3),
-    ("mma", 64, 128, 64, 8, 4),
-    ("mma", 64, 128, 128, 8, 3),
-    ("mma", 256, 128, 64, 8, 3),
-    ("mma", 256, 128, 64, 8, 4),
-    ("mma", 128, 64, 64, 4, 4),
-    ("mma", 128, 64, 128, 4, 3),
-    ("mma", 256, 64, 64, 4, 3),
-    ("mma_plain", 128, 128, 64, 8, 3),
-    ("mma_plain", 128, 128, 64, 8, 4),
-    ("mma_plain", 128, 128, 128, 8, 3),
-    ("mma_plain", 128, 256, 64, 8, 3),
-    ("mma_plain", 64, 128, 64, 4, 4),
-    ("mma_plain", 256, 128, 64, 8, 3),
+    ("mma", 128, 128, 64, 8, 3, 1),
+    ("mma", 128, 128, 64, 8, 4, 1),
+    ("mma", 128, 128, 128, 8, 3, 1),
+    ("mma", 128, 128, 128, 8, 3, 2),
+    ("mma", 64, 128, 64, 8, 4, 1),
+    ("mma", 64, 128, 128, 8, 3, 1),
+    ("mma", 256, 128, 64, 8, 3, 1),
+    ("mma", 256, 128, 64, 8, 4, 1),
+    ("mma", 256, 128, 64, 8, 2, 1),
+    ("mma", 256, 128, 64, 8, 3, 2),
+    ("mma", 256, 128, 32, 8, 4, 1),
+    ("mma", 256, 128, 32, 8, 5, 1),
+    ("mma", 128, 64, 64, 4, 4, 1),
+    ("mma", 128, 64, 128, 4, 3, 1),
+    ("mma", 128, 64, 128, 4, 3, 2),
+    ("mma", 256, 64, 64, 4, 3, 1),
+    ("mma_plain", 128, 128, 64, 8, 3, 1),
+    ("mma_plain", 128, 128, 64, 8, 4, 1),
+    ("mma_plain", 128, 128, 128, 8, 3, 1),
+    ("mma_plain", 128, 256, 64, 8, 3, 1),
+    ("mma_plain", 64, 128, 64, 4, 4, 1),
+    ("mma_plain", 256, 128, 64, 8, 3, 1),
 ]
 
 
@@ -86,6 +93,7 @@ def sweep_configs(bucket: int, k: int) -> list[LinearConfig]:
                 if k >= 2 * split * bk:
                     mma = LinearConfig(bucket, bn, bk, split, warps, stages, kernel="mma")
                     configs.append(mma)
-    for kernel, bm, bn, bk, warps, stages in _MMA_LARGE if bucket > 64 else ():
-        configs.append(LinearConfig(bm, bn, bk, 1, warps, stages, kernel=kernel))
+    for kernel, bm, bn, bk, warps, stages, split in _MMA_LARGE if bucket > 64 else ():
+        if k >= 2 * split * bk:
+            configs.append(LinearConfig(bm, bn, bk, split, warps, stages, kernel=kernel))
     return configs
