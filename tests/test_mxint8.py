@@ -226,6 +226,72 @@ def test_all_65536_pairs_match_spec_model(dequantize_fn, group_size, device, all
     assert_bf16_bits_equal(got, expected, mantissa, scales, group_size)
 
 
+# The words kernel (power-of-two groups of >= 4): a block whose scales all lie in 7..252 takes its
+# few-instruction path, any other block the six steps. Both, on every pair.
+@pytest.mark.parametrize("group_size", [4, 32, 256])
+@pytest.mark.parametrize("block_size, num_warps", [(2048, 4), (32768, 16)])
+@pytest.mark.parametrize(
+    "low, high", [(7, 252), (0, 255)], ids=["scales_7_to_252_usual_path", "all_scales"]
+)
+def test_words_kernel_matches_spec_model_on_every_pair(
+    group_size, block_size, num_warps, low, high, device
+):
+    if not mx.triton_available_for(torch.device(device)):
+        pytest.skip("Triton runs on CPU tensors only under TRITON_INTERPRET=1")
+    v = np.tile(np.arange(-128, 128), high - low + 1).astype(np.int8)
+    e = np.repeat(np.arange(low, high + 1), 256).astype(np.uint8)
+    mantissa = torch.from_numpy(v).to(device)
+    scales = torch.from_numpy(e[::group_size].copy()).to(device)
+    out = torch.empty(mantissa.shape, dtype=torch.bfloat16, device=device)
+    dequantize_kernel.launch_dequantize_words(
+        mantissa, scales, out, group_size, block_size, num_warps
+    )
+    assert_bf16_bits_equal(out, spec_dequantize_bits(v, e), mantissa, scales, group_size)
+
+
+@pytest.mark.parametrize(
+    "group_size, offset, fits",
+    [
+        (32, 0, True),
+        (4, 0, True),
+        (2, 0, False),
+        (96, 0, False),
+        (32, 1, False),  # a mantissa that does not start on an int32 word
+    ],
+)
+def test_words_kernel_fits_power_of_two_groups_of_whole_words(group_size, offset, fits):
+    mantissa = torch.zeros(offset + 384, dtype=torch.int8)[offset:]
+    assert dequantize_kernel.words_fit(mantissa, group_size) is fits
+
+
+def test_cpu_dequantize_keeps_the_six_step_kernel(monkeypatch):
+    """Under the interpreter the CPU suite counts dequantize's instructions: its kernel stays."""
+    if not mx.triton_available_for(torch.device("cpu")):
+        pytest.skip("Triton runs on CPU tensors only under TRITON_INTERPRET=1")
+    ran = []
+    monkeypatch.setattr(
+        dequantize_kernel, "launch_dequantize_words", lambda *a: ran.append("words")
+    )
+    monkeypatch.setattr(dequantize_kernel, "launch_dequantize", lambda *a: ran.append("six_steps"))
+    mantissa, scales = torch.zeros(384, dtype=torch.int8), torch.full((12,), 127, dtype=torch.uint8)
+    mx.dequantize(mantissa, scales, 32)
+    assert ran == ["six_steps"]
+
+
+@pytest.mark.gpu
+def test_cuda_dequantize_runs_the_words_kernel_where_it_fits(monkeypatch):
+    ran = []
+    monkeypatch.setattr(
+        dequantize_kernel, "launch_dequantize_words", lambda *a: ran.append("words")
+    )
+    monkeypatch.setattr(dequantize_kernel, "launch_dequantize", lambda *a: ran.append("six_steps"))
+    mantissa = torch.zeros(385, dtype=torch.int8, device="cuda")
+    scales = torch.full((12,), 127, dtype=torch.uint8, device="cuda")
+    mx.dequantize(mantissa[:384], scales, 32)
+    mx.dequantize(mantissa[1:], scales, 32)  # not on a word: the six steps
+    assert ran == ["words", "six_steps"]
+
+
 # --- Layer 3: kernel vs reference on random data, zero tolerance ------------------------------
 RAGGED_CASES = [  # (mantissa shape, group_size): numel never a multiple of the 2048-element block
     ((1,), 1),
@@ -597,8 +663,8 @@ def test_kernel_matches_reference_on_2_24_random_elements():
 # --- The package reads one way ------------------------------------------------------------------
 PACKAGE_ORDER = [  # kernels/mxint8/__init__.py lists them so: each imports only from earlier ones
     "format", "reference", "quantizer", "dequantize_kernel", "linear_tile", "linear_words",
-    "linear_kernel", "linear_gemv", "linear_gemv_stream", "linear_launch", "tuning", "linear",
-    "module",
+    "linear_kernel", "linear_gemv", "linear_gemv_stream", "linear_launch", "linear_sweep",
+    "tuning", "linear", "module",
 ]  # fmt: skip
 
 

@@ -114,12 +114,7 @@ def test_batch_1_has_its_own_bucket_and_gemv_candidates():
     candidates = tuning.path_candidates(1, 4096, 4096)
     assert set(fl.candidate_configs(1, 4096, 4096)) <= set(candidates)
     assert {c.kernel for c in candidates} == {"tile", "gemv", "gemv_stream"}
-    assert {c.kernel for c in tuning.path_candidates(16, 4096, 4096)} == {"tile", "tile_values"}
-    assert {c.kernel for c in tuning.path_candidates(512, 4096, 4096)} == {
-        "tile",
-        "tile_values",
-        "chunks",
-    }
+    assert {c.kernel for c in tuning.path_candidates(16, 4096, 4096)} == {"tile", "mma"}
 
 
 def test_large_batches_run_fused_only_where_the_table_has_an_entry(monkeypatch):

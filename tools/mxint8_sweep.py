@@ -81,11 +81,12 @@ def log(*parts) -> None:
 def fused_candidates(m: int, n: int, k: int, dry: bool) -> list[LinearConfig]:
     """Every config the table may hold (``path_candidates``); at toy sizes a few of each kind."""
     if not dry:
-        return [c for c in path_candidates(m, n, k) if c.kernel != "chunks" or c.block_n <= n]
+        return path_candidates(m, n, k)
     if m == 1:
         return [LinearConfig(1, 16, 64, 1, 4, 1, kernel="gemv"), LinearConfig(16, 64, 64)]
-    chunks = LinearConfig(1, 128, 1, kernel="chunks")
-    return [LinearConfig(16, 64, 64, 2, 4, 3, kernel="tile_values"), chunks]
+    mma = [LinearConfig(16, 64, 64, 2, 4, 3, kernel="mma"), LinearConfig(64, 64, 64, kernel="mma")]
+    mma.append(LinearConfig(64, 64, 64, kernel="mma_plain"))
+    return [LinearConfig(16, 64, 64, 2, 4, 3), LinearConfig(64, 64, 64, 1, 4, 3)] + mma
 
 
 # --- Timing -------------------------------------------------------------------------------------
@@ -393,8 +394,9 @@ def ncu_profile(case: list, path: Path, name: str) -> dict:
 def precompile(jobs: int) -> None:
     """Compile every candidate in ``jobs`` child processes sharing Triton's cache, so that the
     timing process only loads binaries."""
+    batches = ["--batches", ",".join(map(str, BATCHES))]
     children = [
-        subprocess.Popen([sys.executable, __file__, "--compile-part", f"{i}/{jobs}"])
+        subprocess.Popen([sys.executable, __file__, "--compile-part", f"{i}/{jobs}", *batches])
         for i in range(jobs)
     ]
     for child in children:
@@ -407,7 +409,7 @@ def compile_part(part: str) -> None:
     work = []
     for n, k in SHAPES:
         for m in BATCHES:
-            work += [(n, k, m, c) for c in fused_candidates(m, n, k, False) if c.kernel != "chunks"]
+            work += [(n, k, m, c) for c in fused_candidates(m, n, k, False)]
     weights, failed = {}, []
     FAILED_DIR.mkdir(exist_ok=True)
     for i, (n, k, m, config) in enumerate(work):
@@ -471,10 +473,13 @@ def main() -> None:
     parser.add_argument("--dry", action="store_true", help="CPU, interpreter, toy sizes")
     parser.add_argument("--jobs", type=int, default=0, help="compile candidates in N processes")
     parser.add_argument("--skip-dequantize", action="store_true")
+    parser.add_argument("--batches", help="comma-separated batch sizes (default 1,16,512)")
     parser.add_argument("--ncu", action="store_true", help="Nsight Compute per chosen kernel")
     parser.add_argument("--compile-part", help=argparse.SUPPRESS)
     parser.add_argument("--ncu-case", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.batches:
+        BATCHES[:] = [int(b) for b in args.batches.split(",")]
     if args.compile_part:
         return compile_part(args.compile_part)
     if args.ncu_case:
@@ -508,7 +513,7 @@ def main() -> None:
     largest = result["dequantize"][-1]
     result["floor_tbps"] = largest["tbps"]["copy"]
     (out / "sweep.json").write_text(json.dumps(result, indent=1))
-    batches = [1, 16, 64] if args.dry else BATCHES
+    batches = [1, 16, 64] if args.dry and not args.batches else BATCHES
 
     def save(rows):
         (out / "sweep.json").write_text(json.dumps(result | {"linear": rows}, indent=1))
@@ -526,6 +531,10 @@ def main() -> None:
     log("done")
 
 
+def shape(row: dict) -> tuple[int, int, int]:
+    return row["n"], row["k"], row["m"]
+
+
 def profiles(result: dict, out: Path) -> dict:
     if not shutil.which("ncu"):
         log("ncu is not installed here")
@@ -536,15 +545,8 @@ def profiles(result: dict, out: Path) -> dict:
     }
     for row in result["linear"]:
         if row["best"]:
-            config = LinearConfig(**row["configs"][row["best"]])
-            if config.kernel != "chunks":
-                cases[f"{row['n']}x{row['k']} batch {row['m']}"] = [
-                    "linear",
-                    row["n"],
-                    row["k"],
-                    row["m"],
-                    config.__dict__,
-                ]
+            fields = row["configs"][row["best"]]
+            cases[f"{row['n']}x{row['k']} batch {row['m']}"] = ["linear", *shape(row), fields]
     found = {}
     for name, case in cases.items():
         found[name] = ncu_profile(case, out / "ncu.txt", name)

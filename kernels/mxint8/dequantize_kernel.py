@@ -1,12 +1,13 @@
 """MXINT8 -> bfloat16 by Triton kernels, bit for bit the reference's six steps.
 
-Two flat elementwise kernels. ``_dequantize_words_kernel`` (power-of-two groups of >= 4 values,
-4-byte-aligned mantissas) reads int32 words of four mantissas and, in a block whose scales all
-lie in 7..252, builds each value in about three integer instructions (a byte -> float "magic
-number", one subtraction, one multiplication by 2^(e - 133), a shared bf16 pack): the spec's six
-steps take ~15, which held the H200 at 0.85 of a same-size copy (the issue rate, not memory). A
-block that meets any other scale takes the six steps. ``_dequantize_kernel`` (any group size)
-takes the six steps everywhere. Block sizes per GPU come from DEQUANTIZE_CONFIGS.
+Two flat elementwise kernels. ``_dequantize_words_kernel`` (on CUDA: power-of-two groups of >= 4
+values, 4-byte-aligned mantissas) reads int32 words of four mantissas and, in a block whose
+scales all lie in 7..252, builds each value in about three integer instructions (a byte -> float
+"magic number", one subtraction, one multiplication by 2^(e - 133), a shared bf16 pack): the
+spec's six steps take ~15, which held the H200 at 0.84 of a same-size copy (the issue rate, not
+memory). A block that meets any other scale takes the six steps. ``_dequantize_kernel`` (any
+group size, and under Triton's interpreter) takes the six steps everywhere. Block sizes per GPU
+come from DEQUANTIZE_CONFIGS.
 """
 
 from __future__ import annotations
@@ -28,8 +29,12 @@ DEQUANTIZE_NUM_WARPS = 4
 # The words kernel's (elements per program, warps) per GPU name, chosen by
 # tools/mxint8_sweep.py (docs/gate-validation/mxint8-session14): on the H200 2048/4 moved
 # 0.977 of a same-size copy at 2^28 elements and 0.983 at 2^25 (4096/8: 0.976, 0.980; the six
-# steps 0.839, 0.843). Other GPUs take the default.
-DEQUANTIZE_CONFIGS: dict[str, tuple[int, int]] = {"NVIDIA H200": (2048, 4)}
+# steps 0.839, 0.843); on the H100 4096/8 moved 0.983 and 0.982 (2048/4: 0.981, 0.975).
+# Other GPUs take the default.
+DEQUANTIZE_CONFIGS: dict[str, tuple[int, int]] = {
+    "NVIDIA H200": (2048, 4),
+    "NVIDIA H100 80GB HBM3": (4096, 8),
+}
 DEQUANTIZE_WORDS_DEFAULT = (2048, 4)
 _USUAL_SCALE_MIN = tl.constexpr(7)  # below, v/64 * 2^(e-127) can be a bf16 subnormal
 _USUAL_SCALE_MAX = tl.constexpr(252)  # above, v * 2^(e-133) can overflow a float32 step
@@ -149,10 +154,17 @@ def _dequantize_words_kernel(
     tl.store(out_words + out_offsets, pairs, mask=in_range[:, None])
 
 
-def uses_words(mantissa: torch.Tensor, group_size: int) -> bool:
-    """Whether the words kernel takes these (contiguous) mantissas: power-of-two groups of
+def words_fit(mantissa: torch.Tensor, group_size: int) -> bool:
+    """Whether the words kernel can take these (contiguous) mantissas: power-of-two groups of
     whole int32 words, mantissas starting on a word."""
     return is_power_of_two(group_size) and group_size >= 4 and mantissa.data_ptr() % 4 == 0
+
+
+def uses_words(mantissa: torch.Tensor, group_size: int) -> bool:
+    """Whether ``dequantize`` runs the words kernel: on CUDA where it fits. Under Triton's
+    interpreter (CPU) it keeps the six-step kernel, whose counted instructions the CPU suite's
+    gate holds (tests run the words kernel there through ``launch_dequantize_words``)."""
+    return mantissa.device.type == "cuda" and words_fit(mantissa, group_size)
 
 
 def words_config(device: torch.device) -> tuple[int, int]:
@@ -217,25 +229,20 @@ def dequantize(
 ) -> torch.Tensor:
     """MXINT8 -> bfloat16 by the Triton kernel: the contract and bits of ``dequantize_reference``.
 
-    On CUDA tensors it launches the Triton kernel. On CPU tensors it runs the same kernel through
-    Triton's interpreter when ``TRITON_INTERPRET=1`` was set before import, else the reference.
+    On CUDA tensors it launches a Triton kernel (``uses_words`` says which). On CPU tensors it
+    runs the six-step kernel through Triton's interpreter when ``TRITON_INTERPRET=1`` was set
+    before import, else the reference.
     """
     check_dequantize_inputs(mantissa, scales, group_size)
     if not triton_available_for(mantissa.device):
         return dequantize_reference(mantissa, scales, group_size)
     out = torch.empty(mantissa.shape, dtype=torch.bfloat16, device=mantissa.device)
-    if mantissa.numel() > 0:
-        dequantize_into(mantissa.contiguous(), scales.contiguous(), out, group_size)
-    return out
-
-
-def dequantize_into(
-    mantissa: torch.Tensor, scales: torch.Tensor, out: torch.Tensor, group_size: int
-) -> None:
-    """The kernel for this GPU and group size on contiguous, non-empty, checked inputs, into
-    contiguous bf16 ``out``: the words kernel where it fits (``uses_words``), else the other."""
+    if mantissa.numel() == 0:
+        return out
+    mantissa, scales = mantissa.contiguous(), scales.contiguous()
     if uses_words(mantissa, group_size):
         block_size, num_warps = words_config(mantissa.device)
         launch_dequantize_words(mantissa, scales, out, group_size, block_size, num_warps)
     else:
         launch_dequantize(mantissa, scales, out, group_size)
+    return out

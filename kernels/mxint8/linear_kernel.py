@@ -189,16 +189,13 @@ def mxint8_linear_kernel(
     EVEN_K: tl.constexpr,
     INTERPRETED: tl.constexpr,
     K_BLOCKS_INTERPRETED: tl.constexpr,
-    VALUES: tl.constexpr = False,
 ):
     """One [BLOCK_M, BLOCK_N] output tile, or its 1/SPLIT_K share of K. Grid: (tiles, SPLIT_K).
 
     Each program covers ``k_blocks`` blocks of K; the interpreter, which needs a Python int as
     the loop bound, gets it as K_BLOCKS_INTERPRETED instead. ``M_BUCKET`` only keys the
     autotuner. Split programs meet through ``workspace`` and ``counters``, which hold zeros
-    between launches: the last program of each tile resets its counter. VALUES dequantizes value
-    by value (``dequantize_usual``, plain elementwise operations that Triton may move into the
-    dot operand's layout) instead of by int32 words (inline assembly, then a join and reshape).
+    between launches: the last program of each tile resets its counter.
     """
     tile = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -209,7 +206,7 @@ def mxint8_linear_kernel(
     k_start = pid_k * (K_BLOCKS_INTERPRETED if INTERPRETED else k_blocks) * BLOCK_K
     operands = (x_ptr, mantissa_ptr, scales_ptr, offs_m, offs_n, k_start)
     operands += (K_BLOCKS_INTERPRETED if INTERPRETED else k_blocks, M, N, K)
-    WORDS: tl.constexpr = not (INTERPRETED or VALUES) and GROUP_SIZE >= 4 and BLOCK_K >= 32
+    WORDS: tl.constexpr = not INTERPRETED and GROUP_SIZE >= 4 and BLOCK_K >= 32
     if WORDS:
         acc, usual = accumulate_words(
             *operands, stride_xm, GROUP_SIZE, BLOCK_M, BLOCK_N, BLOCK_K, EVEN_K

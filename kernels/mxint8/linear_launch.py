@@ -14,30 +14,29 @@ import torch
 import torch.nn.functional as F
 import triton
 
-from kernels.mxint8.dequantize_kernel import dequantize, dequantize_into
+from kernels.mxint8.dequantize_kernel import dequantize
 from kernels.mxint8.format import interpreting
 from kernels.mxint8.linear_gemv import mxint8_gemv_kernel
 from kernels.mxint8.linear_gemv_stream import mxint8_gemv_stream_kernel
 from kernels.mxint8.linear_kernel import mxint8_linear_kernel
+from kernels.mxint8.linear_mma import mxint8_mma_kernel
 
 KERNELS = {
     "tile": mxint8_linear_kernel,
-    "tile_values": mxint8_linear_kernel,  # with VALUES: dequantized value by value
     "gemv": mxint8_gemv_kernel,
     "gemv_stream": mxint8_gemv_stream_kernel,
+    "mma": mxint8_mma_kernel,
+    "mma_plain": mxint8_mma_kernel,
 }
-CHUNKS = "chunks"  # not a fused kernel: dequantize block_n weight rows at a time, then cuBLAS
 
 
 @dataclass(frozen=True)
 class LinearConfig:
     """Block sizes, K split, warps and pipeline depth of one launch of the fused kernel, and
-    which kernel: "tile" (tensor cores; linear_kernel.py), "tile_values" (the same, dequantizing
-    value by value rather than by int32 words), "gemv" (CUDA cores, one row of x
+    which kernel: "tile" (tensor cores; linear_kernel.py), "gemv" (CUDA cores, one row of x
     per program; linear_gemv.py), "gemv_stream" (the GEMV on ``programs_per_sm``
-    persistent programs per SM; linear_gemv_stream.py), or "chunks": no fused kernel, the
-    weight dequantized ``block_n`` rows at a time into one bf16 buffer that L2 can hold, each
-    chunk multiplied by cuBLAS as soon as it is written (``dequantize_chunks_then_matmul``)."""
+    persistent programs per SM; linear_gemv_stream.py), or "mma" / "mma_plain" (the mixed-input
+    GEMM computing out^T = W @ x^T or out = x @ W^T; linear_mma.py)."""
 
     block_m: int
     block_n: int
@@ -50,8 +49,8 @@ class LinearConfig:
     programs_per_sm: int = 0  # gemv_stream only
 
     def __post_init__(self):
-        if self.kernel not in (*KERNELS, CHUNKS):
-            raise ValueError(f"kernel={self.kernel!r}: use one of {', '.join(KERNELS)}, {CHUNKS}")
+        if self.kernel not in KERNELS:
+            raise ValueError(f"kernel={self.kernel!r}: use one of {', '.join(KERNELS)}")
         if self.kernel.startswith("gemv") and self.block_m != 1:
             raise ValueError(f"a gemv config takes one row of x: block_m=1, not {self.block_m}")
         if self.kernel == "gemv_stream" and self.split_k != 1:
@@ -170,10 +169,7 @@ def gemv_fits(x2d, config: LinearConfig, group_size: int) -> bool:
 def launch(x2d, mantissa, scales, bias, out, group_size: int, config: LinearConfig):
     """Run the kernel with ``config`` on 2-D ``x2d`` [M, K] (bf16 or fp16, unit stride along K)
     into ``out`` [M, N]; ``mantissa`` and ``scales`` contiguous. A "gemv" config that does not
-    fit the problem (``gemv_fits``) runs as GEMV_FALLBACK. Returns the compiled kernel (None for
-    "chunks")."""
-    if config.kernel == CHUNKS:
-        return dequantize_chunks_then_matmul(x2d, mantissa, scales, bias, out, group_size, config)
+    fit the problem (``gemv_fits``) runs as GEMV_FALLBACK. Returns the compiled kernel."""
     m, k = x2d.shape
     n = mantissa.shape[0]
     if config.kernel.startswith("gemv") and not gemv_fits(x2d, config, group_size):
@@ -188,8 +184,8 @@ def launch(x2d, mantissa, scales, bias, out, group_size: int, config: LinearConf
     workspace = torch.empty(max(workspace_elements, 1), dtype=torch.float32, device=out.device)
     if config.kernel.startswith("gemv"):  # its loop is pipelined by tl.range, not by the launch
         meta = dict(meta, NUM_STAGES=config.num_stages)
-    if config.kernel == "tile_values":
-        meta = dict(meta, VALUES=True)
+    if config.kernel.startswith("mma"):
+        meta = dict(meta, WEIGHT_LEFT=config.kernel == "mma")
     args = kernel_operands(x2d, mantissa, scales, bias, out, workspace, counters)
     return KERNELS[config.kernel][grid](*args, **problem_meta(m, bias, group_size), **meta)
 
@@ -209,24 +205,3 @@ def dequantize_then_matmul(x2d, mantissa, scales, bias, group_size: int) -> torc
     weight = dequantize(mantissa, scales, group_size)
     bias = None if bias is None else bias.to(torch.bfloat16)
     return F.linear(x2d.to(torch.bfloat16), weight, bias)
-
-
-def dequantize_chunks_then_matmul(x2d, mantissa, scales, bias, out, group_size: int, config):
-    """Dequantize-once in chunks of ``config.block_n`` weight rows into one reused bf16 buffer,
-    each chunk multiplied by cuBLAS and copied into its columns of ``out``: a buffer that L2
-    holds is rewritten there rather than streamed through memory, so the weight would be read
-    from memory about once (as MXINT8) instead of read, written and read again (as bf16).
-    Products as ``dequantize_then_matmul``'s: bf16 operands, bf16 result, cast to ``out``'s
-    dtype. (cuBLAS writing straight into the columns, a strided output, measured 1.1-1.5x
-    slower on an H200.)"""
-    n, k = mantissa.shape
-    rows = min(config.block_n, n)
-    x = x2d.to(torch.bfloat16)
-    bias = None if bias is None else bias.to(torch.bfloat16)
-    buffer = torch.empty((rows, k), dtype=torch.bfloat16, device=out.device)
-    for start in range(0, n, rows):
-        stop = min(start + rows, n)
-        weight = buffer[: stop - start]
-        dequantize_into(mantissa[start:stop], scales[start:stop], weight, group_size)
-        chunk_bias = None if bias is None else bias[start:stop]
-        out[:, start:stop] = F.linear(x, weight, chunk_bias)

@@ -35,6 +35,7 @@ from kernels.mxint8.linear_launch import (
     problem_meta,
     split_k_counters,
 )
+from kernels.mxint8.linear_sweep import sweep_configs
 
 # (block_m, block_n, block_k, num_warps, num_stages) per batch bucket, before the K split.
 # block_n is 64 per 4 warps: Hopper's wgmma then takes the weight from registers (measured in
@@ -48,39 +49,6 @@ _TILES_LARGE = [
     (256, 128, 64, 8, 2),  # 3 stages: NaN outputs at group 128 (Triton 3.6, H100)
     (128, 128, 128, 8, 3),
 ]
-# GEMV (batch 1; linear_gemv.py): (block_n, block_k, num_warps) x K splits x pipelining by
-# Triton (3 stages) or by hand (1). The stream form runs N programs per SM (128 registers).
-_GEMV_SHAPES = [(16, 512, 4), (32, 256, 4), (16, 1024, 8), (32, 512, 8), (64, 256, 8)]
-_GEMV_SPLITS = (1, 2, 4)
-_GEMV_STAGES = (1, 3)  # 1: the next block fetched into registers by hand
-_STREAM_SHAPES = [(16, 512, 4), (32, 256, 4), (32, 512, 8)]
-_STREAM_PROGRAMS_PER_SM = {4: (2, 3, 4), 8: (1, 2)}
-# Swept beside them (path_candidates; tools/mxint8_sweep.py, docs/gate-validation/mxint8-session14)
-_GEMV_SWEEP_SHAPES = [
-    (64, 512, 8),
-    (32, 1024, 8),
-    (128, 256, 8),
-    (8, 512, 4),
-    (8, 1024, 8),
-    (16, 2048, 16),
-    (8, 2048, 16),
-]
-_SMALL_SWEEP = [  # (block_n, num_warps, ((block_k, num_stages), ...)) at batch <= 64
-    (64, 4, ((64, 4), (128, 3), (128, 4), (256, 2), (256, 3), (512, 2))),
-    (128, 8, ((64, 4), (128, 3), (128, 4), (256, 2), (256, 3), (512, 2))),
-    (256, 8, ((128, 3), (256, 2), (256, 3))),
-]
-_LARGE_SWEEP = [
-    (128, 64, 64, 4, 4),
-    (128, 128, 64, 8, 4),
-    (128, 128, 64, 8, 3),
-    (256, 128, 64, 8, 2),
-    (128, 128, 128, 8, 3),
-    (128, 256, 64, 8, 3),
-    (256, 64, 64, 8, 3),
-    (64, 128, 64, 4, 4),
-]
-_CHUNK_ROWS = (1024, 2048, 3584, 4096, 7168)  # weight rows a chunk of the "chunks" path
 _PROGRAMS_PER_SM = 2  # enough tiles in flight to keep HBM busy while the weight streams
 # From this batch size the launcher dequantizes the weight once and calls cuBLAS: once the batch
 # is large, the dequantization the fused kernel repeats for every row tile costs more than one
@@ -136,49 +104,11 @@ def candidate_configs(m: int, n: int, k: int) -> list[LinearConfig]:
     return configs
 
 
-def _gemv_sweep(k: int) -> list[LinearConfig]:
-    configs = []
-    for bn, bk, warps in _GEMV_SHAPES + _GEMV_SWEEP_SHAPES:
-        for split in _GEMV_SPLITS:
-            for stages in _GEMV_STAGES if k % (bk * split) == 0 else ():
-                configs.append(LinearConfig(1, bn, bk, split, warps, stages, kernel="gemv"))
-    for bn, bk, warps in _STREAM_SHAPES:
-        for per_sm in _STREAM_PROGRAMS_PER_SM[warps] if k % bk == 0 else ():
-            stream = dict(kernel="gemv_stream", programs_per_sm=per_sm)
-            configs.append(LinearConfig(1, bn, bk, 1, warps, 3, **stream))
-    return configs
-
-
-def _tile_sweep(m: int, k: int) -> list[LinearConfig]:
-    configs = []
-    if m_bucket(m) <= 64:
-        bm = max(16, m_bucket(m))
-        for bn, warps, block_ks in _SMALL_SWEEP:
-            for bk, stages in block_ks:
-                for split in (1, 2, 4, 8, 16):
-                    if k >= 2 * split * bk:
-                        configs.append(LinearConfig(bm, bn, bk, split, warps, stages))
-        for bk in (128, 256):
-            for split in (1, 2, 4):
-                configs.append(LinearConfig(bm, 64, bk, split, 4, 3, kernel="tile_values"))
-        return configs
-    for bm, bn, bk, warps, stages in _LARGE_SWEEP:
-        for kernel in ("tile", "tile_values"):
-            configs.append(LinearConfig(bm, bn, bk, 1, warps, stages, kernel=kernel))
-    configs += [LinearConfig(1, rows, 1, kernel="chunks") for rows in _CHUNK_ROWS]
-    return configs
-
-
 def path_candidates(m: int, n: int, k: int) -> list[LinearConfig]:
     """Every config the table may hold for an (m, n, k) problem, what tools/mxint8_sweep.py
-    times: the tile kernel's autotuner candidates (``candidate_configs``) and a wider sweep of
-    tiles, K splits and pipeline depths (both ways of dequantizing); at batch 1 the GEMV kernel
-    in both forms; from batch 128 the chunked dequantize-then-cuBLAS path."""
-    configs = candidate_configs(m, n, k)
-    if m_bucket(m) == 1:
-        configs += _gemv_sweep(k) + [LinearConfig(16, 64, 256, s, 4, 3) for s in (1, 2, 4)]
-    else:
-        configs += _tile_sweep(m, k)
+    times: the tile kernel's autotuner candidates (``candidate_configs``) and linear_sweep.py's
+    wider sets (at batch 1 the GEMV kernel in both forms, up to batch 64 more tiles)."""
+    configs = candidate_configs(m, n, k) + sweep_configs(m_bucket(m), k)
     return list(dict.fromkeys(configs))  # the first of each, in order
 
 
