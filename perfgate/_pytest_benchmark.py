@@ -57,8 +57,17 @@ def count_instead(fixture, count: Callable[..., object]) -> None:
         def _raw(self, function_to_benchmark, *args, **kwargs):
             return count(function_to_benchmark, args, kwargs, None, None)
 
-        def _raw_pedantic(self, target, args=(), kwargs=None, setup=None, teardown=None,
-                          rounds=1, warmup_rounds=0, iterations=1):  # fmt: skip
+        def _raw_pedantic(
+            self,
+            target,
+            args=(),
+            kwargs=None,
+            setup=None,
+            teardown=None,
+            rounds=1,
+            warmup_rounds=0,
+            iterations=1,
+        ):
             if iterations > 1 and setup:  # pytest-benchmark's own refusal, kept
                 raise ValueError("Can't use more than 1 `iterations` with a `setup` function.")
             return count(target, tuple(args), dict(kwargs or {}), setup, teardown)
@@ -195,8 +204,11 @@ def save_nothing(config: pytest.Config) -> bool:
     """Where no result is left, have pytest-benchmark neither save nor write its JSON (it would
     warn "Not saving anything", a traceback under ``filterwarnings = error``); True if so."""
     session = _session(config)
-    if session is None or session.benchmarks or not (session.save or session.autosave or
-                                                     session.json):  # fmt: skip
+    if (
+        session is None
+        or session.benchmarks
+        or not (session.save or session.autosave or session.json)
+    ):
         return False
     session.save = session.autosave = session.json = None
     return True
@@ -210,8 +222,11 @@ def drop_compare_fail(config: pytest.Config) -> None:
         session.compare_fail = []
 
 
-def route_saving(config: pytest.Config, save: Callable[[dict, str], None],
-                 write_json: Callable[[dict], None] | None = None) -> None:  # fmt: skip
+def route_saving(
+    config: pytest.Config,
+    save: Callable[[dict, str], None],
+    write_json: Callable[[dict], None] | None = None,
+) -> None:
     """Have ``--benchmark-save`` call ``save(run_json, name)`` instead of pytest-benchmark's
     FileStorage.save (which checks for a free number, then writes: two saves can collide), and
     ``--benchmark-json`` call ``write_json(run_json)`` instead of its save_json (which leaves a

@@ -37,46 +37,79 @@ _alpha = _parsed_by("alpha_argument")
 
 def add_thresholds(addoption: AddOption, flag: str, default: str) -> None:
     """``flag [NAME=]FRACTION``, repeatable: the slowdown that counts (``ThresholdSpec``)."""
-    addoption(flag, action="append", default=[], type=_threshold, metavar="[NAME=]FRACTION",
-              help="slowdown that counts: 0.15 or 15%% for every case, NAME=20%% for a family or "
-              "a test function (any case; repeatable; a bare 15 is refused); default: "
-              + default)  # fmt: skip
+    addoption(
+        flag,
+        action="append",
+        default=[],
+        type=_threshold,
+        metavar="[NAME=]FRACTION",
+        help="slowdown that counts: 0.15 or 15%% for every case, NAME=20%% for a family or "
+        "a test function (any case; repeatable; a bare 15 is refused); default: " + default,
+    )
 
 
-def add_fraction(addoption: AddOption, flag: str, default: float | None, what: str,
-                 default_text: str = "%(default)s") -> None:  # fmt: skip
+def add_fraction(
+    addoption: AddOption,
+    flag: str,
+    default: float | None,
+    what: str,
+    default_text: str = "%(default)s",
+) -> None:
     """``flag FRACTION``: one fraction (``Fraction``: 0.1 or 10%, as a threshold is written)."""
-    addoption(flag, type=_fraction, default=default, metavar="FRACTION",
-              help=f"{what}, 0.1 or 10%% as a threshold is written "
-              f"(default: {default_text})")  # fmt: skip
+    addoption(
+        flag,
+        type=_fraction,
+        default=default,
+        metavar="FRACTION",
+        help=f"{what}, 0.1 or 10%% as a threshold is written (default: {default_text})",
+    )
 
 
 def add_alpha(addoption: AddOption, default: float) -> None:
     """``--alpha A``: the one-sided Mann-Whitney significance level, above 0 and below 1."""
-    addoption("--alpha", type=_alpha, default=default, metavar="A",
-              help="one-sided Mann-Whitney significance level (default: %(default)s)")  # fmt: skip
+    addoption(
+        "--alpha",
+        type=_alpha,
+        default=default,
+        metavar="A",
+        help="one-sided Mann-Whitney significance level (default: %(default)s)",
+    )
 
 
 def add_baselines(addoption: AddOption, flag: str) -> None:
     """``flag DIR``: the root of per-hardware baseline folders."""
-    addoption(flag, default=None, metavar="DIR",
-              help="root of per-hardware baseline folders, DIR/<hardware key>/ (default: the "
-              "project's ini setting perfgate_baselines, else pytest-benchmark's "
-              "storage)")  # fmt: skip
+    addoption(
+        flag,
+        default=None,
+        metavar="DIR",
+        help="root of per-hardware baseline folders, DIR/<hardware key>/ (default: the "
+        "project's ini setting perfgate_baselines, else pytest-benchmark's "
+        "storage)",
+    )
 
 
 def add_test_paths(addoption: AddOption) -> None:
     """``--tests PATH ...``: the test paths a child pytest runs (default: the project's)."""
-    addoption("--tests", nargs="+", metavar="PATH",
-              help="test paths to run (default: the project's, its pytest testpaths)")  # fmt: skip
+    addoption(
+        "--tests",
+        nargs="+",
+        metavar="PATH",
+        help="test paths to run (default: the project's, its pytest testpaths)",
+    )
 
 
-def add_count(addoption: AddOption, flag: str, default: int | None, least: int, what: str,
-              metavar: str = "N") -> None:  # fmt: skip
+def add_count(
+    addoption: AddOption, flag: str, default: int | None, least: int, what: str, metavar: str = "N"
+) -> None:
     """``flag N``: a whole number of at least ``least``."""
     shown = "all" if default is None else default
-    addoption(flag, type=at_least(least), default=default, metavar=metavar,
-              help=f"{what} (default: {shown})")  # fmt: skip
+    addoption(
+        flag,
+        type=at_least(least),
+        default=default,
+        metavar=metavar,
+        help=f"{what} (default: {shown})",
+    )
 
 
 def at_least(least: int) -> Callable[[str], int]:

@@ -54,13 +54,16 @@ def check_split(parts: list[tuple[object, object, str]], give_all: str) -> int:
         if problem := shard_problem(index, count):
             raise ValueError(f"{where}: shard {index!r}/{count!r} names no part ({problem})")
         if (index, count) in seen:
-            raise ValueError(f"shard {index}/{count} is given twice ({seen[index, count]} and "
-                             f"{where})")  # fmt: skip
+            raise ValueError(
+                f"shard {index}/{count} is given twice ({seen[index, count]} and {where})"
+            )
         seen[index, count] = where
     counts = sorted({count for _, count in seen})
     if len(counts) > 1:
-        raise ValueError(f"the shards are of different splits (N = {counts}); give the shards "
-                         "of one --perf-shard I/N split")  # fmt: skip
+        raise ValueError(
+            f"the shards are of different splits (N = {counts}); give the shards "
+            "of one --perf-shard I/N split"
+        )
     if not counts:
         raise ValueError("no shard given: give all N parts of one --perf-shard I/N split")
     count = counts[0]

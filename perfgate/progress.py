@@ -39,8 +39,14 @@ class Progress:
     when more steps turn out to be needed. On a terminal ``stream`` a tqdm bar; otherwise a plain
     line per step when ``lines``, else nothing. ``clock``: seconds, for the estimate."""
 
-    def __init__(self, total: int, label: str, stream, lines: bool = True,
-                 clock: Callable[[], float] = time.monotonic):  # fmt: skip
+    def __init__(
+        self,
+        total: int,
+        label: str,
+        stream,
+        lines: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.total, self.done, self.label = total, 0, printable(label)
         self.stream, self.lines, self.clock = stream, lines, clock
         self.started = clock()
@@ -75,8 +81,11 @@ class Progress:
             pace = f"{duration(self.elapsed_s())} elapsed"
             pace += f", about {duration(left)} left" if left is not None else ""
             note = f": {printable(note)}" if note else ""
-            print(f"{self.label} {self.done}/{self.total}{note} ({pace})", file=self.stream,
-                  flush=True)  # fmt: skip
+            print(
+                f"{self.label} {self.done}/{self.total}{note} ({pace})",
+                file=self.stream,
+                flush=True,
+            )
 
     def write(self, line: str) -> None:
         """A line of its own (a phase), printed without breaking the bar (nothing where

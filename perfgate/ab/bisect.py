@@ -77,9 +77,17 @@ def _bisect(args, extra, repo: Path, scratch: Path, out, err) -> int:
     children.add_worktree(repo, good_checkout, good)
     children.add_worktree(repo, checkout, bad)
     options = [
-        "--good-json", str(folder / "good.json"), "--log", str(log),
-        "-k", args.case, "--alpha", str(args.alpha), "--good-checkout", str(good_checkout),
-    ]  # fmt: skip
+        "--good-json",
+        str(folder / "good.json"),
+        "--log",
+        str(log),
+        "-k",
+        args.case,
+        "--alpha",
+        str(args.alpha),
+        "--good-checkout",
+        str(good_checkout),
+    ]
     if args.tests:
         options += ["--tests", *args.tests]
     if args.threshold is not None:
@@ -141,5 +149,8 @@ def run_bisect(args: argparse.Namespace, extra: list[str], out, err) -> int:
 def _remove_worktree(repo: Path, checkout: Path, err) -> None:
     git_succeeds(checkout, "bisect", "reset")
     if not children.remove_worktree(repo, checkout):
-        print(f"perfgate bisect: could not remove the worktree {checkout}; run "
-              "`git worktree prune` once it is gone", file=err)  # fmt: skip
+        print(
+            f"perfgate bisect: could not remove the worktree {checkout}; run "
+            "`git worktree prune` once it is gone",
+            file=err,
+        )

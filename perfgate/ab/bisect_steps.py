@@ -35,8 +35,13 @@ def add_step_arguments(addoption) -> None:
     test paths, the threshold and the significance level (passed on as the user wrote them)."""
     addoption("-k", dest="case", required=True, metavar="CASE", help="pytest -k")
     add_test_paths(addoption)
-    add_fraction(addoption, "--threshold", None, "smallest slowdown called bad",
-                 "the test's marker, else from GOOD's measured noise, else 10%%")  # fmt: skip
+    add_fraction(
+        addoption,
+        "--threshold",
+        None,
+        "smallest slowdown called bad",
+        "the test's marker, else from GOOD's measured noise, else 10%%",
+    )
     add_alpha(addoption, DEFAULT_ALPHA)
 
 
@@ -56,9 +61,17 @@ def _measure(args, stem: str, extra: list[str], cwd: Path) -> tuple[Path | None,
     """Run the case with pytest in ``cwd``: (its benchmark JSON, '') or (None, why not)."""
     folder = args.good_json.parent
     result, log = folder / f"{stem}.json", folder / f"{stem}.log"
-    command = children.pytest(*(args.tests or ()), "-k", args.case, "-q", "-p", "no:cacheprovider",
-                              "--benchmark-enable", f"--benchmark-json={result}",
-                              *extra)  # fmt: skip
+    command = children.pytest(
+        *(args.tests or ()),
+        "-k",
+        args.case,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--benchmark-enable",
+        f"--benchmark-json={result}",
+        *extra,
+    )
     status = children.run(command, cwd=cwd, log=log, alone=not args.in_bisect_run)
     if status != 0:
         return None, f"pytest exited {status} (see {log.name})"

@@ -50,8 +50,10 @@ def compile_cache(folder: Path, label: str) -> dict[str, str]:
     under ``folder``: Inductor's (TORCHINDUCTOR_CACHE_DIR: compiled graphs, autotuning) and
     Triton's (TRITON_CACHE_DIR: compiled kernels)."""
     tree = folder / COMPILE_CACHE / label
-    return {"TORCHINDUCTOR_CACHE_DIR": str(tree / "inductor"),
-            "TRITON_CACHE_DIR": str(tree / "triton")}  # fmt: skip
+    return {
+        "TORCHINDUCTOR_CACHE_DIR": str(tree / "inductor"),
+        "TRITON_CACHE_DIR": str(tree / "triton"),
+    }
 
 
 class BlockProcess:
@@ -98,8 +100,9 @@ class BlockProcess:
         if not reply:
             if self.disk_was_full(log):
                 raise not_written(log, OSError(errno.ENOSPC, FULL))
-            raise AbError(f"the block process of {self.where} ended; its output is in {log} "
-                          f"and {self.folder}")  # fmt: skip
+            raise AbError(
+                f"the block process of {self.where} ended; its output is in {log} and {self.folder}"
+            )
         answer = json.loads(reply)
         if "error" in answer:  # the session could not write its output
             raise not_written(
@@ -141,34 +144,43 @@ class BlockProcess:
         self.process = None
 
 
-def collect(process: BlockProcess, selection: list[str], pytest_args: list[str],
-            log: Path) -> list[str]:  # fmt: skip
+def collect(
+    process: BlockProcess, selection: list[str], pytest_args: list[str], log: Path
+) -> list[str]:
     """The node ids that ``selection`` (test paths, -k) and ``pytest_args`` collect in the
     process's tree; AbError when pytest cannot collect them."""
-    args = [*SESSION, "--collect-only", "-p", "no:warnings", *selection,
-            *block_arguments(pytest_args)]  # fmt: skip
+    args = [
+        *SESSION,
+        "--collect-only",
+        "-p",
+        "no:warnings",
+        *selection,
+        *block_arguments(pytest_args),
+    ]
     status = process.session(args, log)
     if status == NO_TESTS_COLLECTED:
         return []
     if status != 0 and process.disk_was_full(log):
         raise not_written(log, OSError(errno.ENOSPC, FULL))
     if status != 0:
-        raise AbError(f"collecting the cases of {process.where} failed (pytest exited {status}); "
-                      f"its output is in {log}")  # fmt: skip
+        raise AbError(
+            f"collecting the cases of {process.where} failed (pytest exited {status}); "
+            f"its output is in {log}"
+        )
     lines = log.read_text(encoding="utf-8", errors="replace").splitlines()
     return [line.strip() for line in lines if "::" in line and not line.startswith(" ")]
 
 
-def run_block(process: BlockProcess, names: list[str], pytest_args: list[str], report: Path,
-              log: Path) -> Run:  # fmt: skip
+def run_block(
+    process: BlockProcess, names: list[str], pytest_args: list[str], report: Path, log: Path
+) -> Run:
     """One block: the cases ``names`` (node ids) in one session of the process; its results."""
     args = [*SESSION, f"--benchmark-json={report}", *block_arguments(pytest_args), *names]
     status = process.session(args, log)
     if (status != 0 or not report.is_file()) and process.disk_was_full(log):
         raise not_written(report, OSError(errno.ENOSPC, FULL))
     if status != 0 or not report.is_file():
-        raise AbError(f"a block of {process.where}: pytest exited {status}; its output is in "
-                      f"{log}")  # fmt: skip
+        raise AbError(f"a block of {process.where}: pytest exited {status}; its output is in {log}")
     try:
         return read_results(report)
     except StoreError as error:
@@ -206,7 +218,11 @@ def without_our_processes(run: Run, pids: set[int]) -> Run:
         return run
     reasons = [r for r in health.get("untrusted_reasons") or [] if not r.startswith(OTHERS)]
     reasons += [f"{OTHERS}: {'; '.join(kept)}"] if kept else []
-    health = {**health, "other_processes": kept, "trusted": not reasons,
-              "untrusted_reasons": reasons}  # fmt: skip
+    health = {
+        **health,
+        "other_processes": kept,
+        "trusted": not reasons,
+        "untrusted_reasons": reasons,
+    }
     facts = {**run.perfgate, RunField.GPU_HEALTH: health}
     return replace(run, machine_info={**run.machine_info, RunField.PERFGATE: facts})

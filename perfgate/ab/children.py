@@ -94,10 +94,15 @@ def start_server(tree: Path, gpu: str | None, log: Path) -> tuple[subprocess.Pop
     reply_read, reply_write = os.pipe()
     command = [sys.executable, "-c", BOOT, str(SERVER), str(request_read), str(reply_write)]
     with open(log, "ab") as output:
-        process = subprocess.Popen(command, cwd=tree, env=environment(tree, gpu),
-                                   stdin=subprocess.DEVNULL, stdout=output,
-                                   stderr=subprocess.STDOUT,
-                                   pass_fds=(request_read, reply_write))  # fmt: skip
+        process = subprocess.Popen(
+            command,
+            cwd=tree,
+            env=environment(tree, gpu),
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            pass_fds=(request_read, reply_write),
+        )
     os.close(request_read)
     os.close(reply_write)
     return process, request_write, reply_read
@@ -156,8 +161,9 @@ def git_transcript(cwd: Path, *arguments: str, on_line=None) -> str:
     """What ``git ARGUMENTS`` printed (output and errors), however it exited, each line given
     to ``on_line`` as it comes: for a long run (``bisect run``) whose log tells what happened."""
     lines = []
-    with session(["git", *arguments], cwd=cwd, text=True, stdout=subprocess.PIPE,
-                 stderr=subprocess.STDOUT) as process:  # fmt: skip
+    with session(
+        ["git", *arguments], cwd=cwd, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    ) as process:
         for line in process.stdout:
             lines.append(line)
             if on_line is not None:
@@ -170,8 +176,13 @@ def pytest(*arguments: str) -> list[str]:
     return [sys.executable, "-m", "pytest", *arguments]
 
 
-def run(command: Sequence[str], cwd: Path | None = None, log: Path | None = None,
-        tree: Path | None = None, alone: bool = True) -> int:  # fmt: skip
+def run(
+    command: Sequence[str],
+    cwd: Path | None = None,
+    log: Path | None = None,
+    tree: Path | None = None,
+    alone: bool = True,
+) -> int:
     """Run a child pytest (``command``: ``pytest(...)``) in ``cwd``, in its ``environment``: its
     output into ``log`` (else this terminal); its exit status. ``alone``: in a ``session`` of its
     own (False: in this process's group, for a process whose whole group is stopped, as git
@@ -180,8 +191,9 @@ def run(command: Sequence[str], cwd: Path | None = None, log: Path | None = None
     with contextlib.ExitStack() as files:
         output = None if log is None else files.enter_context(open(log, "w", encoding="utf-8"))
         errors = None if log is None else subprocess.STDOUT
-        with start(command, cwd=cwd, env=environment(tree), stdout=output,
-                   stderr=errors) as process:  # fmt: skip
+        with start(
+            command, cwd=cwd, env=environment(tree), stdout=output, stderr=errors
+        ) as process:
             return process.wait()
 
 
@@ -189,8 +201,14 @@ def stream(command: Sequence[str], out) -> int:
     """Run a child pytest (``command``), its output streamed line by line to ``out``; its exit
     status. On Ctrl-C or SIGTERM it is stopped first, with all it started (``session``): it never
     outlives the command."""
-    with session(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                 bufsize=1, env=environment()) as process:  # fmt: skip
+    with session(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+        env=environment(),
+    ) as process:
         for line in process.stdout:
             out.write(line)
             out.flush()

@@ -24,8 +24,9 @@ class ShardsRefused(AbError):
 
 def read_night(folder: Path) -> policy.Night:
     path = folder / VERDICTS
-    missing = ShardsRefused(f"{path} is missing: that shard's nightly did not finish (see its "
-                            "job); run it again")  # fmt: skip
+    missing = ShardsRefused(
+        f"{path} is missing: that shard's nightly did not finish (see its job); run it again"
+    )
     return read_verdicts(path, policy.from_json, missing, "a nightly's verdicts")
 
 
@@ -49,10 +50,15 @@ def merged(nights: dict[Path, policy.Night]) -> policy.Night:
     stopped = [f"shard {n.shard}: {n.stopped}" for n in every if n.stopped]
     first = every[0]
     return policy.Night(
-        rows, ",".join(sorted({n.base_commit for n in every if n.base_commit})), first.blocks,
-        first.target, first.screen, sum(n.failing_tests for n in every),
-        "; ".join(stopped) or None, tuple(name for n in every for name in n.remaining),
-    )  # fmt: skip
+        rows,
+        ",".join(sorted({n.base_commit for n in every if n.base_commit})),
+        first.blocks,
+        first.target,
+        first.screen,
+        sum(n.failing_tests for n in every),
+        "; ".join(stopped) or None,
+        tuple(name for n in every for name in n.remaining),
+    )
 
 
 def fan_in(folders: list[Path], results: Path, out, err) -> int:

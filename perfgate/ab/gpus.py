@@ -22,8 +22,11 @@ def usable(environ: Mapping[str, str] = os.environ) -> list[str]:
     return found or [entry.strip() for entry in listed.split(",") if entry.strip()]
 
 
-def lanes(spec: str | None, environ: Mapping[str, str] = os.environ,
-          found: Callable[[], list[str]] | None = None) -> list[str | None]:  # fmt: skip
+def lanes(
+    spec: str | None,
+    environ: Mapping[str, str] = os.environ,
+    found: Callable[[], list[str]] | None = None,
+) -> list[str | None]:
     """The GPUs to give the block processes, each as CUDA_VISIBLE_DEVICES names it; ``[None]``
     is one lane that sets no GPU (a CPU run, or the one GPU there is).
 
@@ -40,8 +43,10 @@ def lanes(spec: str | None, environ: Mapping[str, str] = os.environ,
             raise AbError(f"--gpus {text}: give 1 or more, a list such as 0,1, or auto")
         devices = found() if found else usable(environ)
         if devices and count > len(devices):
-            raise AbError(f"--gpus {count}: this process may use {len(devices)} GPUs "
-                          f"({','.join(devices)}); give {len(devices)} or fewer")  # fmt: skip
+            raise AbError(
+                f"--gpus {count}: this process may use {len(devices)} GPUs "
+                f"({','.join(devices)}); give {len(devices)} or fewer"
+            )
         if not devices:
             return [str(i) for i in range(count)] if count > 1 else [None]
         return devices[:count] if count > 1 or len(devices) > 1 else [None]

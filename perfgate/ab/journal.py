@@ -122,8 +122,10 @@ def check_start(folder: Path, resume: bool) -> None:
     if resume and not lines:
         raise AbError(f"--resume: no A/B to continue in {folder}; run without --resume")
     if not resume and lines and not any(line.get("complete") for line in lines):
-        raise AbError(f"{folder} holds an unfinished A/B: continue it with --resume, or remove "
-                      "that folder to start over")  # fmt: skip
+        raise AbError(
+            f"{folder} holds an unfinished A/B: continue it with --resume, or remove "
+            "that folder to start over"
+        )
 
 
 class Journal:
@@ -170,9 +172,17 @@ class Journal:
         with self._lock:
             block = entry.block
             self.entries[block.key] = entry
-            self._append({"lane": block.lane, "pair": block.pair, "label": block.label,
-                          "cases": list(block.cases), "file": report.name,
-                          "seconds": entry.seconds, "pids": sorted(pids)})  # fmt: skip
+            self._append(
+                {
+                    "lane": block.lane,
+                    "pair": block.pair,
+                    "label": block.label,
+                    "cases": list(block.cases),
+                    "file": report.name,
+                    "seconds": entry.seconds,
+                    "pids": sorted(pids),
+                }
+            )
 
     def finish(self) -> None:
         with self._lock:

@@ -38,8 +38,12 @@ def test_function(name: str) -> str:
     return name.split("[", 1)[0]
 
 
-def lanes_of(names: list[str], lanes: int, costs: dict[str, float] | None = None,
-             groups: dict[str, str] | None = None) -> list[list[str]]:  # fmt: skip
+def lanes_of(
+    names: list[str],
+    lanes: int,
+    costs: dict[str, float] | None = None,
+    groups: dict[str, str] | None = None,
+) -> list[list[str]]:
     """``names`` split over ``lanes`` lanes, each lane's sorted: groups (``groups``: name ->
     group; default: the test function) kept together, longest first (``costs``: seconds a case
     takes, default equal) onto the least loaded lane. Lanes beyond the groups stay empty."""
@@ -48,8 +52,9 @@ def lanes_of(names: list[str], lanes: int, costs: dict[str, float] | None = None
     return [sorted(n for n in names if part[n] == lane + 1) for lane in range(lanes)]
 
 
-def block_seconds(names: list[str], stored: dict[str, float],
-                  ran: Iterable[tuple[Iterable[str], float]]) -> dict[str, float]:  # fmt: skip
+def block_seconds(
+    names: list[str], stored: dict[str, float], ran: Iterable[tuple[Iterable[str], float]]
+) -> dict[str, float]:
     """Seconds a block of each of ``names`` takes, where known: the mean of its share of the
     blocks that ran it (``ran``: each block's cases and seconds, shared among them in proportion
     to ``stored``, a case without one weighing as the mean of those with one), else ``stored``
@@ -57,8 +62,9 @@ def block_seconds(names: list[str], stored: dict[str, float],
     shares: dict[str, list[float]] = {}
     for cases, seconds in ran:
         known = [stored[name] for name in cases if name in stored]
-        weights = {name: stored.get(name, sum(known) / len(known) if known else 1.0)
-                   for name in cases}  # fmt: skip
+        weights = {
+            name: stored.get(name, sum(known) / len(known) if known else 1.0) for name in cases
+        }
         total = sum(weights.values())
         for name, weight in weights.items():
             share = weight / total if total > 0 else 1 / len(weights)

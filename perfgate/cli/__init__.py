@@ -28,9 +28,18 @@ from perfgate.verdict.steps import StepsUnavailable
 
 INTERRUPTED = 130  # exit status after Ctrl-C or SIGTERM (128 + SIGINT, as shells report it)
 COMMANDS: tuple[type[Command], ...] = (
-    compare.Compare, history.History, profile.Profile, ab.Ab, nightly.Nightly, nightly.Check,
-    dashboard.Dashboard, bisect.Bisect, merge.Merge, Init, Comment,
-)  # fmt: skip
+    compare.Compare,
+    history.History,
+    profile.Profile,
+    ab.Ab,
+    nightly.Nightly,
+    nightly.Check,
+    dashboard.Dashboard,
+    bisect.Bisect,
+    merge.Merge,
+    Init,
+    Comment,
+)
 # what a command cannot do, said in one line: the store's, the A/B's, the plots' and the steps'
 ONE_LINE = (StoreError, AbError, PlotsUnavailable, BadOutput, StepsUnavailable, DashboardError)
 

@@ -62,26 +62,41 @@ def options_from(args, pytest_args: list[str]) -> compare.AbOptions:
     selection = test_paths(args.tests)
     selection += ["-k", args.expression] if args.expression else []
     return compare.AbOptions(
-        args.base_ref, selection, args.blocks, 0, args.rounds_per_block, pytest_args,
-        thresholds, args.out.parent, journal_of(args.out), gpus.lanes(args.gpus), args.resume,
+        args.base_ref,
+        selection,
+        args.blocks,
+        0,
+        args.rounds_per_block,
+        pytest_args,
+        thresholds,
+        args.out.parent,
+        journal_of(args.out),
+        gpus.lanes(args.gpus),
+        args.resume,
         time_limit(args.time_limit),
-    )  # fmt: skip
+    )
 
 
 def run(options: compare.AbOptions, out_file: Path, out, err) -> int:
     done = compare.run_ab(options, err)
     if not done.results:
         only = ", ".join(f"{len(v)} only in {k}" for k, v in done.only.items() if v)
-        raise CommandError("no case ran in both trees" + (f" ({only})" if only else "") +
-                           ": check --tests, -k and the pytest arguments")  # fmt: skip
+        raise CommandError(
+            "no case ran in both trees"
+            + (f" ({only})" if only else "")
+            + ": check --tests, -k and the pytest arguments"
+        )
     text = json.dumps(compare.as_json(done, options), indent=2, allow_nan=False)
     try:
         out_file.parent.mkdir(parents=True, exist_ok=True)
         out_file.write_text(text + "\n", encoding="utf-8")
     except OSError as error:  # a full disk: the blocks are kept, --resume writes it again
         raise blocks.not_written(out_file, error) from None
-    print(f"A = {options.base_ref} ({done.commit[:12]}), B = this tree as it is on disk; "
-          f"{options.blocks} counterbalanced block pairs (A B, B A, ...)", file=out)  # fmt: skip
+    print(
+        f"A = {options.base_ref} ({done.commit[:12]}), B = this tree as it is on disk; "
+        f"{options.blocks} counterbalanced block pairs (A B, B A, ...)",
+        file=out,
+    )
     print(table(done.results), file=out)
     print("\n".join(verdict_lines(done.results)), file=out)
     print(f"{summary.counts(done.results)}; written to {out_file}", file=out)
@@ -94,9 +109,11 @@ def run(options: compare.AbOptions, out_file: Path, out, err) -> int:
     if done.remaining:
         return INCOMPLETE
     if not any(r.verdict.gated for r in done.results):
-        print(f"perfgate ab: no case was decided ({len(done.results)} compared, each undecided "
-              "or not gated): it cannot pass; more --blocks, or see why in the table",
-              file=err)  # fmt: skip
+        print(
+            f"perfgate ab: no case was decided ({len(done.results)} compared, each undecided "
+            "or not gated): it cannot pass; more --blocks, or see why in the table",
+            file=err,
+        )
         return GATED_NOTHING
     return 0
 
@@ -112,27 +129,45 @@ class Ab(Command):
         "130 when interrupted (then --resume continues)."
     )
     examples = "  perfgate ab main -k 'attention and cuda' --blocks 6 -- --device cuda"
-    usage = ("perfgate ab [-h] [--tests PATH ...] [-k EXPR] [--blocks B] [--rounds-per-block N] "
-             "[--threshold [NAME=]FRACTION] [--out FILE] [--gpus G] [--time-limit T] [--resume] "
-             "BASE_REF [-- PYTEST_ARG ...]")  # fmt: skip
+    usage = (
+        "perfgate ab [-h] [--tests PATH ...] [-k EXPR] [--blocks B] [--rounds-per-block N] "
+        "[--threshold [NAME=]FRACTION] [--out FILE] [--gpus G] [--time-limit T] [--resume] "
+        "BASE_REF [-- PYTEST_ARG ...]"
+    )
     takes_pytest_args = True
     out_is_file = True
     interrupted = "the base worktree was removed"
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("base_ref", metavar="BASE_REF",
-                            help="commit or branch to compare with (A)")  # fmt: skip
+        parser.add_argument(
+            "base_ref", metavar="BASE_REF", help="commit or branch to compare with (A)"
+        )
         add_test_paths(parser.add_argument)
         parser.add_argument("-k", dest="expression", metavar="EXPR", help="pytest -k selection")
-        add_count(parser.add_argument, "--blocks", 5, MIN_PAIRS,
-                  "block pairs (3 or more for significance)", "B")  # fmt: skip
-        add_count(parser.add_argument, "--rounds-per-block", None, 1,
-                  "keep at most N rounds of a case per block")  # fmt: skip
-        add_thresholds(parser.add_argument, "--threshold",
-                       "a test's marker, else from the spread of A's blocks")  # fmt: skip
-        cls.add_out(parser, OUT, "JSON results; the blocks are kept beside it, in FILE's name "
-                    "with -blocks")  # fmt: skip
+        add_count(
+            parser.add_argument,
+            "--blocks",
+            5,
+            MIN_PAIRS,
+            "block pairs (3 or more for significance)",
+            "B",
+        )
+        add_count(
+            parser.add_argument,
+            "--rounds-per-block",
+            None,
+            1,
+            "keep at most N rounds of a case per block",
+        )
+        add_thresholds(
+            parser.add_argument,
+            "--threshold",
+            "a test's marker, else from the spread of A's blocks",
+        )
+        cls.add_out(
+            parser, OUT, "JSON results; the blocks are kept beside it, in FILE's name with -blocks"
+        )
         add_run_options(parser)
 
     @classmethod
@@ -142,14 +177,20 @@ class Ab(Command):
 
 def add_run_options(parser) -> None:
     """The options ``ab`` and ``nightly`` share: GPUs, time limit, resume."""
-    parser.add_argument("--gpus", metavar="G",
-                        help="GPUs to spread the blocks over by what each case's blocks "
-                        "cost, its A and B blocks of a pair on one GPU: auto (the "
-                        "devices CUDA_VISIBLE_DEVICES lists, else one), a count, or a list "
-                        "such as 0,1 (default: auto)")  # fmt: skip
-    parser.add_argument("--time-limit", metavar="T",
-                        help="start no block that would end after T (545, 545s, 9m, 1h): "
-                        "write what was decided and stop; --resume continues")  # fmt: skip
+    parser.add_argument(
+        "--gpus",
+        metavar="G",
+        help="GPUs to spread the blocks over by what each case's blocks "
+        "cost, its A and B blocks of a pair on one GPU: auto (the "
+        "devices CUDA_VISIBLE_DEVICES lists, else one), a count, or a list "
+        "such as 0,1 (default: auto)",
+    )
+    parser.add_argument(
+        "--time-limit",
+        metavar="T",
+        help="start no block that would end after T (545, 545s, 9m, 1h): "
+        "write what was decided and stop; --resume continues",
+    )
     parser.add_argument(
         "--resume",
         action="store_true",

@@ -38,8 +38,9 @@ class Bisect(Command):
         parser.add_argument("good", metavar="GOOD", help="a commit where the case was fast")
         parser.add_argument("bad", metavar="BAD", help="a later commit where it is slow")
         add_step_arguments(parser.add_argument)
-        cls.add_out(parser, Path("perfgate-results") / "bisect",
-                    "folder for the step log and measurements")  # fmt: skip
+        cls.add_out(
+            parser, Path("perfgate-results") / "bisect", "folder for the step log and measurements"
+        )
 
     @classmethod
     def run(cls, args: argparse.Namespace, out, err) -> int:

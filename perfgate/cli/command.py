@@ -44,14 +44,25 @@ class Command:
         """The command's own arguments (none by default)."""
 
     @classmethod
-    def add_out(cls, parser: argparse.ArgumentParser, default: Path | None, what: str,
-                required: bool = False) -> None:  # fmt: skip
+    def add_out(
+        cls,
+        parser: argparse.ArgumentParser,
+        default: Path | None,
+        what: str,
+        required: bool = False,
+    ) -> None:
         """``--out``: the file (``out_is_file``) or folder the command writes, checked before it
         starts (``guard.check_outputs``)."""
         shown = "" if default is None else " (default: %(default)s)"
         metavar = "FILE" if cls.out_is_file else "DIR"
-        parser.add_argument("--out", type=Path, default=default, required=required,
-                            metavar=metavar, help=what + shown)  # fmt: skip
+        parser.add_argument(
+            "--out",
+            type=Path,
+            default=default,
+            required=required,
+            metavar=metavar,
+            help=what + shown,
+        )
 
     @classmethod
     def run(cls, args: argparse.Namespace, out, err) -> int:

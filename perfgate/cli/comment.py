@@ -29,14 +29,22 @@ class Comment(Command):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("gate_json", type=Path, metavar="GATE.json",
-                            help="the gate's rows (--perf-gate-report's .json)")  # fmt: skip
+        parser.add_argument(
+            "gate_json",
+            type=Path,
+            metavar="GATE.json",
+            help="the gate's rows (--perf-gate-report's .json)",
+        )
         parser.add_argument("--base", default="", metavar="SHA", help="the base branch's commit")
         parser.add_argument("--head", default="", metavar="SHA", help="the pull request's commit")
         parser.add_argument("--run-url", default="", metavar="URL", help="the job's page")
-        parser.add_argument("--time", type=Path, metavar="NIGHTLY-GATE.json",
-                            help="the rows of perfgate check on the same runner (its "
-                            "nightly-gate.json): a section on time after the counts'")  # fmt: skip
+        parser.add_argument(
+            "--time",
+            type=Path,
+            metavar="NIGHTLY-GATE.json",
+            help="the rows of perfgate check on the same runner (its "
+            "nightly-gate.json): a section on time after the counts'",
+        )
 
     @classmethod
     def run(cls, args: argparse.Namespace, out, err) -> int:

@@ -108,8 +108,9 @@ def _cells(result: GateResult) -> list[str]:
     ]
 
 
-def compare_text(a: Run, b: Run, thresholds: Thresholds, patterns: Sequence[str],
-                 markdown: bool) -> str:  # fmt: skip
+def compare_text(
+    a: Run, b: Run, thresholds: Thresholds, patterns: Sequence[str], markdown: bool
+) -> str:
     """Header lines, the environment difference, one row per benchmark, and the counts; stored
     text escaped for the terminal or for markdown (``perfgate.format``)."""
     members, results = compare_results(a, b, thresholds, patterns)

@@ -63,8 +63,9 @@ def run_dashboard(args: argparse.Namespace, out, err) -> int:
             try:
                 append_whole(args.summary, text)
             except OSError as error:
-                raise CommandError(f"{disk_problem(error, '--summary')}; the site is written"
-                                   f" ({index})") from None  # fmt: skip
+                raise CommandError(
+                    f"{disk_problem(error, '--summary')}; the site is written ({index})"
+                ) from None
     return 0
 
 

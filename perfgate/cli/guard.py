@@ -30,8 +30,11 @@ def check_outputs(args: argparse.Namespace, err) -> None:
         check(out, "--out")
     summary = getattr(args, "summary", None)
     if summary is not None and str(summary) in ("", "."):
-        print(f"perfgate {args.command}: --summary is empty (an unset variable?): no summary "
-              "is appended", file=err)  # fmt: skip
+        print(
+            f"perfgate {args.command}: --summary is empty (an unset variable?): no summary "
+            "is appended",
+            file=err,
+        )
         args.summary = None
     elif summary is not None:
         check_file(summary, "--summary")

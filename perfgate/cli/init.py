@@ -23,10 +23,21 @@ from perfgate.cli.guard import CommandError
 
 KEY = "perfgate"
 # pytest's own order of configuration files; an INI file's pytest section
-CONFIG_NAMES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml",
-                "tox.ini", "setup.cfg")  # fmt: skip
-INI_SECTIONS = {"pytest.ini": "pytest", ".pytest.ini": "pytest", "tox.ini": "pytest",
-                "setup.cfg": "tool:pytest"}  # fmt: skip
+CONFIG_NAMES = (
+    "pytest.toml",
+    ".pytest.toml",
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+)
+INI_SECTIONS = {
+    "pytest.ini": "pytest",
+    ".pytest.ini": "pytest",
+    "tox.ini": "pytest",
+    "setup.cfg": "tool:pytest",
+}
 EXAMPLES = """\
   perfgate init                 # in the project's folder: perfgate = true where pytest reads it
   perfgate init --dir ../other  # another project's"""
@@ -45,15 +56,22 @@ class Init(Command):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--dir", type=Path, default=Path("."),
-                            help="the project's folder (default: the current one)")  # fmt: skip
+        parser.add_argument(
+            "--dir",
+            type=Path,
+            default=Path("."),
+            help="the project's folder (default: the current one)",
+        )
 
     @classmethod
     def run(cls, args: argparse.Namespace, out, err) -> int:
         path, section = config_file(args.dir.resolve())
         added = (edit_toml if path.suffix == ".toml" else edit_ini)(path, section)
-        print(f"perfgate init: {'added' if added else 'already on:'} perfgate = true in "
-              f"[{section}] of {path}", file=out)  # fmt: skip
+        print(
+            f"perfgate init: {'added' if added else 'already on:'} perfgate = true in "
+            f"[{section}] of {path}",
+            file=out,
+        )
         return 0
 
 

@@ -37,12 +37,16 @@ class Merge(Command):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("shards", nargs="+", metavar="SHARD.json",
-                            help="every shard's run file")  # fmt: skip
+        parser.add_argument(
+            "shards", nargs="+", metavar="SHARD.json", help="every shard's run file"
+        )
         cls.add_out(parser, None, "write the merged run here")
-        parser.add_argument("--save", metavar="NAME",
-                            help="save the merged run into the store as the next NNNN_NAME.json "
-                            "of its hardware key")  # fmt: skip
+        parser.add_argument(
+            "--save",
+            metavar="NAME",
+            help="save the merged run into the store as the next NNNN_NAME.json "
+            "of its hardware key",
+        )
         arguments.add_baselines(parser.add_argument, "--baselines")
 
     @classmethod

@@ -39,11 +39,13 @@ class Nightly(Command):
     examples = """\
   perfgate nightly --tests benchmarks -- --device cuda
   perfgate nightly --confirm-only --results perfgate-results  # its gate.json is there already"""
-    usage = ("perfgate nightly [-h] [--results DIR] [--confirm-only] [--base-ref REF] "
-             "[--baseline RUN] [--tests PATH ...] [--screen FRACTION] [--target FRACTION] "
-             "[--blocks B] [--more-blocks M] [--undecided {warn,fail}] [--gpus G] "
-             "[--time-limit T] [--resume] "
-             "[--shards DIR ...] [-- PYTEST_ARG ...]")  # fmt: skip
+    usage = (
+        "perfgate nightly [-h] [--results DIR] [--confirm-only] [--base-ref REF] "
+        "[--baseline RUN] [--tests PATH ...] [--screen FRACTION] [--target FRACTION] "
+        "[--blocks B] [--more-blocks M] [--undecided {warn,fail}] [--gpus G] "
+        "[--time-limit T] [--resume] "
+        "[--shards DIR ...] [-- PYTEST_ARG ...]"
+    )
     takes_pytest_args = True
     interrupted = "nothing was decided"  # the night's own line says more (``run``)
 
@@ -56,25 +58,48 @@ class Nightly(Command):
             metavar="DIR",
             help="folder for gate.*, nightly.json, ab.json, nightly.md",
         )
-        parser.add_argument("--confirm-only", action="store_true",
-                            help="skip the stored comparison; read DIR/gate.json")  # fmt: skip
-        parser.add_argument("--base-ref", metavar="REF",
-                            help="A's commit (default: the baseline's)")  # fmt: skip
+        parser.add_argument(
+            "--confirm-only",
+            action="store_true",
+            help="skip the stored comparison; read DIR/gate.json",
+        )
+        parser.add_argument(
+            "--base-ref", metavar="REF", help="A's commit (default: the baseline's)"
+        )
         parser.add_argument("--baseline", metavar="RUN", help="baseline run file")
         add_test_paths(parser.add_argument)
-        add_fraction(parser.add_argument, "--screen", night.SCREEN,
-                     "stored change that sends a gated case to the A/B")  # fmt: skip
+        add_fraction(
+            parser.add_argument,
+            "--screen",
+            night.SCREEN,
+            "stored change that sends a gated case to the A/B",
+        )
         add_fraction(parser.add_argument, "--target", night.TARGET, "the A/B's threshold")
         add_count(parser.add_argument, "--blocks", 3, MIN_PAIRS, "A/B block pairs", "B")
-        add_count(parser.add_argument, "--more-blocks", night.MORE_BLOCKS, 0,
-                  "more block pairs for the cases left undecided", "M")  # fmt: skip
-        parser.add_argument("--undecided", choices=policy.UNDECIDED_POLICIES, default="warn",
-                            help="what a case that stays undecided does: warn (listed first; "
-                            "the default) or fail the run (exit 1)")  # fmt: skip
+        add_count(
+            parser.add_argument,
+            "--more-blocks",
+            night.MORE_BLOCKS,
+            0,
+            "more block pairs for the cases left undecided",
+            "M",
+        )
+        parser.add_argument(
+            "--undecided",
+            choices=policy.UNDECIDED_POLICIES,
+            default="warn",
+            help="what a case that stays undecided does: warn (listed first; "
+            "the default) or fail the run (exit 1)",
+        )
         add_run_options(parser)
-        parser.add_argument("--shards", nargs="+", type=Path, metavar="DIR",
-                            help="join the results folders of a sharded nightly's N runners "
-                            "into --results, and judge the night they make")  # fmt: skip
+        parser.add_argument(
+            "--shards",
+            nargs="+",
+            type=Path,
+            metavar="DIR",
+            help="join the results folders of a sharded nightly's N runners "
+            "into --results, and judge the night they make",
+        )
 
     @classmethod
     def run(cls, args: argparse.Namespace, out, err) -> int:
@@ -95,11 +120,22 @@ def options_from(args, pytest_args: list[str]) -> night.NightlyOptions:
     if args.resume and args.confirm_only:
         raise CommandError("--resume continues from DIR/gate.json already: drop --confirm-only")
     return night.NightlyOptions(
-        args.results, args.confirm_only, args.resume, args.base_ref, args.baseline,
-        gate_baseline, args.screen, args.target, args.blocks, args.more_blocks,
-        pytest_args, test_paths(args.tests), gpus.lanes(args.gpus),
-        time_limit(args.time_limit), args.undecided,
-    )  # fmt: skip
+        args.results,
+        args.confirm_only,
+        args.resume,
+        args.base_ref,
+        args.baseline,
+        gate_baseline,
+        args.screen,
+        args.target,
+        args.blocks,
+        args.more_blocks,
+        pytest_args,
+        test_paths(args.tests),
+        gpus.lanes(args.gpus),
+        time_limit(args.time_limit),
+        args.undecided,
+    )
 
 
 def gate_baseline(wanted: str | None, key: str | None) -> Run:

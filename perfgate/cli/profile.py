@@ -26,8 +26,17 @@ LIST_IDS = "list the ids with `pytest --collect-only -q`"
 
 def profile_argv(test_id: str, folder: Path, extra: Sequence[str] = ()) -> list[str]:
     """The pytest command line that profiles ``test_id`` into ``folder``."""
-    return children.pytest(test_id, "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-                           "--perf-profile", str(folder), *extra)  # fmt: skip
+    return children.pytest(
+        test_id,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:xdist",
+        "--perf-profile",
+        str(folder),
+        *extra,
+    )
 
 
 def _files(folder: Path) -> dict[Path, int]:
@@ -82,8 +91,11 @@ def run_profile(
         print(f"\n=== {table}", file=out)
         print(table.read_text(encoding="utf-8").rstrip(), file=out)
     for trace in traces:
-        opened = ("python -m pstats, or snakeviz" if trace.suffix == PSTATS_SUFFIX
-                  else "https://ui.perfetto.dev or chrome://tracing")  # fmt: skip
+        opened = (
+            "python -m pstats, or snakeviz"
+            if trace.suffix == PSTATS_SUFFIX
+            else "https://ui.perfetto.dev or chrome://tracing"
+        )
         kind = "pstats" if trace.suffix == PSTATS_SUFFIX else "Chrome trace"
         print(f"{kind}: {trace} (open in {opened})", file=out)
     if not tables and not traces:

@@ -77,11 +77,13 @@ def measure(spec: dict, root: Path, log: Path, library: Path, layouts: int = 1) 
     """
     with contextlib.ExitStack() as stack:
         folders = [
-            Path(stack.enter_context(
-                tempfile.TemporaryDirectory(prefix="perfgate-callgrind-", dir=scratch_parent())
-            ))
+            Path(
+                stack.enter_context(
+                    tempfile.TemporaryDirectory(prefix="perfgate-callgrind-", dir=scratch_parent())
+                )
+            )
             for _ in range(layouts)
-        ]  # fmt: skip
+        ]
         logs = [log] + [
             log.with_name(f"{log.stem}-layout{n}{log.suffix}") for n in range(1, layouts)
         ]

@@ -45,8 +45,10 @@ def worker_number(worker: str) -> int:
 def check_worker_count(workers: int, gpus: int) -> None:
     """A usage error unless every worker can have a GPU of its own."""
     if gpus < 1:
-        raise pytest.UsageError("--device cuda under pytest-xdist: no CUDA device here; run "
-                                "without -n, or on a machine with GPUs")  # fmt: skip
+        raise pytest.UsageError(
+            "--device cuda under pytest-xdist: no CUDA device here; run "
+            "without -n, or on a machine with GPUs"
+        )
     if workers > gpus:
         raise pytest.UsageError(
             f"-n {workers} with {gpus} GPUs: each worker times on a GPU of its own, so run "
@@ -83,9 +85,11 @@ def visible_gpus(
         return list(host)
     where = f"CUDA_VISIBLE_DEVICES={visible!r}"
     if order != "PCI_BUS_ID" and any(e.isdigit() for e in entries) and _models(host) > 1:
-        raise GpuError(f"{where} gives indices on a host of several GPU models: CUDA numbers "
-                       "them fastest first, nvidia-smi by PCI bus; set CUDA_DEVICE_ORDER="
-                       "PCI_BUS_ID or name the GPUs by UUID (nvidia-smi -L)")  # fmt: skip
+        raise GpuError(
+            f"{where} gives indices on a host of several GPU models: CUDA numbers "
+            "them fastest first, nvidia-smi by PCI bus; set CUDA_DEVICE_ORDER="
+            "PCI_BUS_ID or name the GPUs by UUID (nvidia-smi -L)"
+        )
     gpus = [_named(entry, host, where) for entry in entries]
     for number, gpu in enumerate(gpus):
         if gpu in gpus[:number]:
@@ -108,8 +112,10 @@ def _named(entry: str, host: list[HostGpu], where: str) -> HostGpu:
         found = []
     if len(found) != 1:
         which = "no GPU" if not found else f"{len(found)} GPUs"
-        raise GpuError(f"{where}: {entry!r} names {which} of this host's {len(host)} "
-                       "(nvidia-smi -L lists them by index and UUID)")  # fmt: skip
+        raise GpuError(
+            f"{where}: {entry!r} names {which} of this host's {len(host)} "
+            "(nvidia-smi -L lists them by index and UUID)"
+        )
     return found[0]
 
 
@@ -153,8 +159,12 @@ def select(logical: int, cuda=None, nvml=None) -> dict:
         raise GpuError(f"CUDA device {logical} is MIG instance {mig}: {NOT_MIG}")
     nvml.select(uuid)
     found = host.get(uuid)
-    return {Gpu.INDEX: logical, Gpu.PHYSICAL_INDEX: found.index if found else None,
-            Gpu.UUID: uuid, Gpu.NAME: cuda.get_device_name(logical)}  # fmt: skip
+    return {
+        Gpu.INDEX: logical,
+        Gpu.PHYSICAL_INDEX: found.index if found else None,
+        Gpu.UUID: uuid,
+        Gpu.NAME: cuda.get_device_name(logical),
+    }
 
 
 def pin(worker: str, cuda=None, nvml=None) -> dict:

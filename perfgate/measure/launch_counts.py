@@ -28,8 +28,14 @@ if TYPE_CHECKING:  # torch is imported where a case is counted, never by the gat
 
 KEY = Field.LAUNCH_COUNTS  # {"kernel_launches": n, "graph_launches": n, "graph_nodes": n}
 COUNTED_CALLS = 4  # calls profiled after one warm-up call
-KERNEL_LAUNCHES = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cudaLaunchCooperativeKernel",
-                   "cuLaunchKernel", "cuLaunchKernelEx", "cuLaunchCooperativeKernel"}  # fmt: skip
+KERNEL_LAUNCHES = {
+    "cudaLaunchKernel",
+    "cudaLaunchKernelExC",
+    "cudaLaunchCooperativeKernel",
+    "cuLaunchKernel",
+    "cuLaunchKernelEx",
+    "cuLaunchCooperativeKernel",
+}
 GRAPH_LAUNCHES = {"cudaGraphLaunch", "cuGraphLaunch"}
 GRAPH_NODES = {"kernel", "gpu_memcpy", "gpu_memset"}  # device work a graph launch can run
 HOST_APIS = {"cuda_runtime", "cuda_driver"}

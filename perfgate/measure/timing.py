@@ -236,10 +236,12 @@ def copy_bandwidth_gbps(total_bytes: int, device: torch.device) -> float:
     sets = rotation_count(2 * half, l2_cache_bytes(device))
     words = max(half // 4, 1)  # int32 words: PyTorch's uint8 copy is slower at a few MB
     pairs = [
-        (torch.ones(words, dtype=torch.int32, device=device),
-         torch.empty(words, dtype=torch.int32, device=device))
+        (
+            torch.ones(words, dtype=torch.int32, device=device),
+            torch.empty(words, dtype=torch.int32, device=device),
+        )
         for _ in range(sets)
-    ]  # fmt: skip
+    ]
     calls = [lambda pair=pair: pair[1].copy_(pair[0]) for pair in pairs]
     return 2 * 4 * words / graph_seconds_per_call(calls, device) / 1e9
 

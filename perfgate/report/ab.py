@@ -8,8 +8,16 @@ from perfgate.progress import printable
 from perfgate.report.tables import render
 from perfgate.verdict.outcome import GateResult, Verdict
 
-HEADERS = ["benchmark", "A blocks", "B blocks", "B/A (paired)", "95% CI", "p", "threshold",
-           "verdict"]  # fmt: skip
+HEADERS = [
+    "benchmark",
+    "A blocks",
+    "B blocks",
+    "B/A (paired)",
+    "95% CI",
+    "p",
+    "threshold",
+    "verdict",
+]
 
 
 def table(results: list[GateResult]) -> str:
@@ -18,16 +26,18 @@ def table(results: list[GateResult]) -> str:
     rows = []
     for r in results:
         c = r.comparison
-        rows.append([
-            printable(r.name.split("::")[-1]),
-            fmt_time(c.baseline_median) if c else MISSING,
-            fmt_time(c.current_median) if c else MISSING,
-            f"{c.ratio:.4f}" if c else MISSING,
-            f"[{c.ratio_low:.4f}, {c.ratio_high:.4f}]" if c and c.enough_rounds else MISSING,
-            f"{c.p_value:.2g}" if c and c.enough_rounds else MISSING,
-            f"{r.threshold:.1%}" if r.threshold is not None else MISSING,
-            r.verdict.value,
-        ])  # fmt: skip
+        rows.append(
+            [
+                printable(r.name.split("::")[-1]),
+                fmt_time(c.baseline_median) if c else MISSING,
+                fmt_time(c.current_median) if c else MISSING,
+                f"{c.ratio:.4f}" if c else MISSING,
+                f"[{c.ratio_low:.4f}, {c.ratio_high:.4f}]" if c and c.enough_rounds else MISSING,
+                f"{c.p_value:.2g}" if c and c.enough_rounds else MISSING,
+                f"{r.threshold:.1%}" if r.threshold is not None else MISSING,
+                r.verdict.value,
+            ]
+        )
     return render(HEADERS, rows, False)
 
 

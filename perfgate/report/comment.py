@@ -117,8 +117,9 @@ def sections(rows: list[GateRow], markdown: str, header: list[str] = HEADER) -> 
         parts.append(["", "#### Functions that changed"])
     for row in changed:
         block = fmt.markdown_block([unmentioned(line) for line in diffs[fmt.markdown(row.name)]])
-        parts.append(["", f"<details><summary>{html_text(row.name)}</summary>", "", *block,
-                      "", "</details>"])  # fmt: skip
+        parts.append(
+            ["", f"<details><summary>{html_text(row.name)}</summary>", "", *block, "", "</details>"]
+        )
     return parts
 
 

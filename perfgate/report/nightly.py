@@ -22,30 +22,54 @@ def markdown(night: Night) -> str:
     shard = f" (shard {night.shard})" if night.shard else ""
     lines = [f"# perfgate nightly{_cell(shard)}", ""]
     lines.append(
-        f"{len(rows)} cases: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+        f"{len(rows)} cases: "
+        + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
         + f". Decided by the stored comparison: {by_stored}; by an interleaved A/B against "
         f"{_cell(night.base_commit[:12]) or '(none needed)'} ({night.blocks} counterbalanced "
         f"block pairs, threshold {night.target:.0%}): {by_ab}."
-    )  # fmt: skip
+    )
     if night.failing_tests:
-        lines += ["", f"**{night.failing_tests} test(s) failed** in the stored comparison's run: "
-                  "see its log."]  # fmt: skip
+        lines += [
+            "",
+            f"**{night.failing_tests} test(s) failed** in the stored comparison's run: "
+            "see its log.",
+        ]
     if night.offset:
         lines += ["", f"**This host is offset from the baseline**: {_cell(night.offset)}."]
     if undecided := undecided_rows(rows):
         effect = "fail the night" if night.undecided == "fail" else "warn (the night passes)"
-        lines += ["", f"**{len(undecided)} case(s) undecided** (policy: {effect}; the data "
-                  "neither show a change nor rule one out):", ""]  # fmt: skip
-        lines += [f"- {_cell(n.name.split('::')[-1])}: A/B {_cell(n.ab or '-')}; "
-                  f"{_cell(n.row.message)}" for n in undecided]  # fmt: skip
+        lines += [
+            "",
+            f"**{len(undecided)} case(s) undecided** (policy: {effect}; the data "
+            "neither show a change nor rule one out):",
+            "",
+        ]
+        lines += [
+            f"- {_cell(n.name.split('::')[-1])}: A/B {_cell(n.ab or '-')}; {_cell(n.row.message)}"
+            for n in undecided
+        ]
     if night.stopped and night.remaining:
-        lines += ["", f"**The A/B stopped ({_cell(night.stopped)})** with "
-                  f"{len(night.remaining)} case(s) undecided; `perfgate nightly --resume` "
-                  "continues it from its journal (`ab-blocks/`)."]  # fmt: skip
-    lines += ["", "| benchmark | verdict | decided by | stored comparison | A/B (B/A, 95% CI) | "
-              "why A/B | detail |", "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        lines += [
+            "",
+            f"**The A/B stopped ({_cell(night.stopped)})** with "
+            f"{len(night.remaining)} case(s) undecided; `perfgate nightly --resume` "
+            "continues it from its journal (`ab-blocks/`).",
+        ]
+    lines += [
+        "",
+        "| benchmark | verdict | decided by | stored comparison | A/B (B/A, 95% CI) | "
+        "why A/B | detail |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for row in rows:
-        cells = [row.name.split("::")[-1], str(row.verdict), row.decided_by or "-", row.stored,
-                 row.ab or "-", row.why_ab or "-", row.row.message]  # fmt: skip
+        cells = [
+            row.name.split("::")[-1],
+            str(row.verdict),
+            row.decided_by or "-",
+            row.stored,
+            row.ab or "-",
+            row.why_ab or "-",
+            row.row.message,
+        ]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines)

@@ -87,13 +87,19 @@ def storage_folder(config: pytest.Config, key: str, read: Options) -> Path:
         )
     root = read.baselines_root
     if root is not None and (problem := store.folder_problem(root)):
-        _refuse(read, f"the baseline root {problem}; point --perf-baselines (or "
-                "perfgate_baselines) at a folder")  # fmt: skip
+        _refuse(
+            read,
+            f"the baseline root {problem}; point --perf-baselines (or "
+            "perfgate_baselines) at a folder",
+        )
     if not _per_hardware(config, read):
         folder = Path(os.path.realpath(Path(storage.removeprefix("file://")).expanduser()))
         if (folder / key).is_dir():
-            _refuse(read, f"--benchmark-storage {storage} is a baseline root (it holds "
-                    f"{key}/); name the hardware folder: file://{folder / key}")  # fmt: skip
+            _refuse(
+                read,
+                f"--benchmark-storage {storage} is a baseline root (it holds "
+                f"{key}/); name the hardware folder: file://{folder / key}",
+            )
         return folder
     if not root.is_dir() and not saving_requested(config) and read.baselines is not None:
         message = (
@@ -144,8 +150,9 @@ def save_hint(config: pytest.Config, read: Options) -> str:
     own test paths and what it measures (a count needs a counted baseline); under the gate, that
     session saves it as the first and exits 8."""
     measure = ["--perf-measure", "instructions"] if read.instructions else []
-    command = shlex.join(["pytest", *test_paths(config), *measure, "--perf-gate",
-                          "--benchmark-save=NAME"])  # fmt: skip
+    command = shlex.join(
+        ["pytest", *test_paths(config), *measure, "--perf-gate", "--benchmark-save=NAME"]
+    )
     return (
         f"record one with `{command}`"
         f" (it saves the first baseline and exits {FIRST_BASELINE}: nothing to gate yet)"

@@ -65,11 +65,16 @@ class CountingSession:
             start, cpu = time.perf_counter(), time.process_time()
             found, result = self.counter.count(Target(fn, args, kwargs, setup, teardown), inject)
             seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-            self.lines.append(f"{item.nodeid} counted in {seconds:.1f} s ({cpu:.1f} s CPU; "
-                              f"{found['calls']} calls a repeat, each "
-                              f"{found['cpu_seconds'] * 1e3:.3f} ms CPU)")  # fmt: skip
-            self.results[item.nodeid] = {**found, "group": fixture.group,
-                                         "extra_info": _plain(fixture.extra_info)}  # fmt: skip
+            self.lines.append(
+                f"{item.nodeid} counted in {seconds:.1f} s ({cpu:.1f} s CPU; "
+                f"{found['calls']} calls a repeat, each "
+                f"{found['cpu_seconds'] * 1e3:.3f} ms CPU)"
+            )
+            self.results[item.nodeid] = {
+                **found,
+                "group": fixture.group,
+                "extra_info": _plain(fixture.extra_info),
+            }
             return result
 
         _pytest_benchmark.count_instead(fixture, count)

@@ -206,8 +206,10 @@ class GateSession:
             report.write_text(summary.markdown(self.results, changes, self.choice.label, str(twin)))
             twin.write_text(json.dumps(summary.as_json(self.results), indent=2))
         except OSError as error:
-            self.lines.append(f"perfgate gate: could not write {error.filename or twin}: "
-                              f"{error.strerror}; the summary above is all there is")  # fmt: skip
+            self.lines.append(
+                f"perfgate gate: could not write {error.filename or twin}: "
+                f"{error.strerror}; the summary above is all there is"
+            )
             return
         self.lines.append(f"perfgate gate: summary written to {report} and {twin}")
 

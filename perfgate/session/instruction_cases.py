@@ -76,8 +76,12 @@ def counts(session: pytest.Session, options: Options) -> dict[str, dict]:
     nodeids = [item.nodeid for item in session.items if uses_benchmark(item)]
     log = Path("perfgate-results") / f"callgrind-{os.getpid()}.log"  # one per session
     given = {name: os.environ[name] for name in options.callgrind_env if name in os.environ}
-    spec = {"nodeids": nodeids, "args": child_args(config, nodeids),
-            "repeats": options.callgrind_repeats, "environment": given}  # fmt: skip
+    spec = {
+        "nodeids": nodeids,
+        "args": child_args(config, nodeids),
+        "repeats": options.callgrind_repeats,
+        "environment": given,
+    }
     found, otherwise = {}, {"outcome": "failed", "message": f"not counted; the log: {log}"}
     if reason := unavailable():
         otherwise = {"outcome": "skipped", "message": reason}
@@ -104,9 +108,15 @@ def child_args(config: pytest.Config, nodeids: list[str]) -> list[str]:
     # Under a project's `filterwarnings = error`, two warnings would stop the counting process:
     # pytest's "already imported, cannot be rewritten" (perfgate is imported before pytest) and
     # pytest-benchmark's "Not saving anything" at its end (--benchmark-save: nothing is timed).
-    private = ["--perf-measure=instructions", "--rootdir=src", "--basetemp=tmp/pytest",
-               "-W", "ignore::pytest.PytestAssertRewriteWarning",
-               "-W", "ignore::pytest_benchmark.logger.PytestBenchmarkWarning"]  # fmt: skip
+    private = [
+        "--perf-measure=instructions",
+        "--rootdir=src",
+        "--basetemp=tmp/pytest",
+        "-W",
+        "ignore::pytest.PytestAssertRewriteWarning",
+        "-W",
+        "ignore::pytest_benchmark.logger.PytestBenchmarkWarning",
+    ]
     if config.pluginmanager.has_plugin("cacheprovider"):  # else cache_dir is an unknown option
         private += ["-o", "cache_dir=$TMPDIR/pytest-cache"]
     return [*kept, *private, *(f"src/{nodeid}" for nodeid in nodeids)]

@@ -71,6 +71,9 @@ class Interrupts:
     def _end(self) -> None:
         self.held.close()  # the held handlers first, then SIGTERM's own
         if self.received and self.session is not None:
-            warn(self.config, f"perfgate: {self.received[0]} after the last test was held until "
-                 "pytest was done (the run is saved or kept as said above); exit 2")  # fmt: skip
+            warn(
+                self.config,
+                f"perfgate: {self.received[0]} after the last test was held until "
+                "pytest was done (the run is saved or kept as said above); exit 2",
+            )
             self.session.exitstatus = pytest.ExitCode.INTERRUPTED

@@ -84,5 +84,8 @@ def store_profiles(session: pytest.Session, mode: Mode) -> None:
         _pytest_benchmark.add_extra_info(config, name, Field.PROFILE, mode.profiles[name])
     say(config, f"perfgate: {len(stored)} profiles stored in {time.perf_counter() - start:.0f} s")
     if failed:
-        say(config, f"perfgate: no profile for {len(failed)} cases that failed "
-            f"when run again under the profiler: {', '.join(failed)}")  # fmt: skip
+        say(
+            config,
+            f"perfgate: no profile for {len(failed)} cases that failed "
+            f"when run again under the profiler: {', '.join(failed)}",
+        )

@@ -31,9 +31,13 @@ class Saver:
         root = Path(self.config.rootpath)
         commit = (run_json.get("commit_info") or {}).get("id")
         unclean = self._unclean() or lineage.not_in_history(commit, root)
-        outcome = saving.save_run(run_json, name, root, unclean,
-                                  lambda kept: store.save_file(self.choice.key_folder, machine_id,
-                                                               name, kept))  # fmt: skip
+        outcome = saving.save_run(
+            run_json,
+            name,
+            root,
+            unclean,
+            lambda kept: store.save_file(self.choice.key_folder, machine_id, name, kept),
+        )
         warn(self.config, outcome.line)
         if self.session is not None and (outcome.failed or outcome.interrupted):
             failed = saving.SAVE_FAILED if outcome.failed else pytest.ExitCode.INTERRUPTED
@@ -43,11 +47,17 @@ class Saver:
         path = outcome.saved
         compared = self.choice.baseline
         if self.choice.per_hardware and compared is not None and compared.hardware_key != self.key:
-            warn(self.config, f"perfgate: warning: saved under {self.key}, but compared with a "
-                 f"run of {compared.hardware_key} ({compared.path})")  # fmt: skip
+            warn(
+                self.config,
+                f"perfgate: warning: saved under {self.key}, but compared with a "
+                f"run of {compared.hardware_key} ({compared.path})",
+            )
         if self.choice.gate:
-            warn(self.config, f"perfgate: warning: {path.name} is now the newest baseline of "
-                 f"{self.key}: the next --perf-gate compares with it")  # fmt: skip
+            warn(
+                self.config,
+                f"perfgate: warning: {path.name} is now the newest baseline of "
+                f"{self.key}: the next --perf-gate compares with it",
+            )
 
     def write_json(self, run_json: dict) -> None:
         """``--benchmark-json``: the run written whole or not at all; a full disk is one line
@@ -57,8 +67,10 @@ class Saver:
             store.write_json(target, run_json)
         except OSError as error:
             shown = target if isinstance(target, str | PathLike) else getattr(target, "name", "")
-            warn(self.config, f"perfgate: --benchmark-json {shown} NOT written: "
-                 f"{disk_problem(error, 'the run')}")  # fmt: skip
+            warn(
+                self.config,
+                f"perfgate: --benchmark-json {shown} NOT written: {disk_problem(error, 'the run')}",
+            )
             if self.session is not None:
                 self.session.exitstatus = saving.SAVE_FAILED
 

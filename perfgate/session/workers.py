@@ -121,8 +121,11 @@ class Worker:
     def __init__(self, config: pytest.Config):
         self.config = config
         self.groups = (getattr(config, "workerinput", None) or {}).get(GROUPS)
-        for option, off in (("benchmark_save", None), ("benchmark_autosave", False),
-                            ("benchmark_json", None)):  # fmt: skip
+        for option, off in (
+            ("benchmark_save", None),
+            ("benchmark_autosave", False),
+            ("benchmark_json", None),
+        ):
             setattr(config.option, option, off)
 
     def start(self) -> None:

@@ -40,8 +40,26 @@ from perfgate.store.reading import (
 from perfgate.store.writing import check_save_name, save, save_file, write_json, write_new
 
 __all__ = [
-    "RUN_FILE", "SAVE_HINT", "NoSuchRun", "StoreError", "check_for_comparison_table",
-    "check_save_name", "comparison_entries", "folder_problem", "future_message", "hardware_keys",
-    "load", "no_runs_message", "number_of", "read_json", "read_results", "resolve", "run_files",
-    "save", "save_file", "saved_runs", "write_json", "write_new",
-]  # fmt: skip
+    "RUN_FILE",
+    "SAVE_HINT",
+    "NoSuchRun",
+    "StoreError",
+    "check_for_comparison_table",
+    "check_save_name",
+    "comparison_entries",
+    "folder_problem",
+    "future_message",
+    "hardware_keys",
+    "load",
+    "no_runs_message",
+    "number_of",
+    "read_json",
+    "read_results",
+    "resolve",
+    "run_files",
+    "save",
+    "save_file",
+    "saved_runs",
+    "write_json",
+    "write_new",
+]

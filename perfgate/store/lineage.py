@@ -38,9 +38,11 @@ def not_in_history(commit: str | None, cwd: Path) -> str | None:
     if _git(cwd, "merge-base", "--is-ancestor", commit, "HEAD").returncode == 0:
         return None
     clone = shallow_note(cwd)
-    return (f"its commit {commit[:12]} is {NOT_IN_HISTORY} (not an ancestor of HEAD){clone}: a "
-            "nightly could not check it out to A/B against; save a run of a commit on this "
-            "branch")  # fmt: skip
+    return (
+        f"its commit {commit[:12]} is {NOT_IN_HISTORY} (not an ancestor of HEAD){clone}: a "
+        "nightly could not check it out to A/B against; save a run of a commit on this "
+        "branch"
+    )
 
 
 def note_of(run_file: Path | None) -> str | None:

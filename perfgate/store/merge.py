@@ -27,10 +27,22 @@ def merge_runs(parts: dict[str, dict], kind: str = Field.WORKER) -> dict:
     if not parts:
         raise MergeError(f"no {kind} wrote a run: nothing to merge")
     labels = sorted(parts)
-    _same(parts, labels, kind, "hardware", lambda run: _perfgate(run).get(RunField.HARDWARE_KEY),
-          "one key per run")  # fmt: skip
-    _same(parts, labels, kind, "commits", lambda run: (run.get("commit_info") or {}).get("id"),
-          f"merge the {kind}s of one commit")  # fmt: skip
+    _same(
+        parts,
+        labels,
+        kind,
+        "hardware",
+        lambda run: _perfgate(run).get(RunField.HARDWARE_KEY),
+        "one key per run",
+    )
+    _same(
+        parts,
+        labels,
+        kind,
+        "commits",
+        lambda run: (run.get("commit_info") or {}).get("id"),
+        f"merge the {kind}s of one commit",
+    )
     first = parts[labels[0]]
     merged = copy.deepcopy({k: v for k, v in first.items() if k != "benchmarks"})
     merged["datetime"] = min(str(parts[label].get("datetime") or "") for label in labels)

@@ -127,8 +127,7 @@ def clean_orphans(key_folder: Path, folder: Path) -> None:
 
 def write_temporary(folder: Path, text: str) -> Path:
     """A new ``.saving-<owner>-*.json`` in ``folder`` holding ``text``, with the user's umask."""
-    handle, name = tempfile.mkstemp(prefix=f".saving-{file_tag()}-", suffix=".json",
-                                    dir=folder)  # fmt: skip
+    handle, name = tempfile.mkstemp(prefix=f".saving-{file_tag()}-", suffix=".json", dir=folder)
     path = Path(name)
     with os.fdopen(handle, "w", encoding="utf-8") as file:
         fill(file, path, text, mode=0o666 & ~umask())  # mkstemp makes 0600; a run is for all

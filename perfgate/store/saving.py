@@ -53,8 +53,9 @@ def _save(run_json: dict, name: str, root: Path, unclean: str | None, store_at) 
     except OSError as error:
         return Outcome(f"perfgate: the run could NOT be kept: {_why(error)}", failed=True)
     if unclean:
-        return Outcome(f"perfgate: NOT saved as a baseline: {unclean}; the run is in {kept}",
-                       kept=kept)  # fmt: skip
+        return Outcome(
+            f"perfgate: NOT saved as a baseline: {unclean}; the run is in {kept}", kept=kept
+        )
     try:
         saved = store_at(kept)
     except (OSError, store.StoreError) as error:

@@ -61,8 +61,9 @@ def check(run: Run) -> None:
         raise RunFormatError(f"{where}: machine_info.perfgate.shard {problem}")
     reasons = run.gpu_health.get("untrusted_reasons")
     if reasons is not None and not (isinstance(reasons, list) and all(map(_text, reasons))):
-        raise RunFormatError(f"{where}: machine_info.perfgate.gpu_health.untrusted_reasons must "
-                             "be a list of strings")  # fmt: skip
+        raise RunFormatError(
+            f"{where}: machine_info.perfgate.gpu_health.untrusted_reasons must be a list of strings"
+        )
     commit = run.commit_info.get("id")
     if commit is not None and not isinstance(commit, str):
         raise RunFormatError(f"{where}: commit_info.id must be a string (a commit hash)")

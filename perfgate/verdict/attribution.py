@@ -35,8 +35,10 @@ def top_changes(
     value, and its change is only known to be at least the distance to that value ("or more";
     none when it may be no change at all). A part missing from a complete list is 0 there.
     """
-    floors = [min(side.values()) if cut_here and side else 0 for side, cut_here in
-              zip((before, now), cut, strict=True)]  # fmt: skip
+    floors = [
+        min(side.values()) if cut_here and side else 0
+        for side, cut_here in zip((before, now), cut, strict=True)
+    ]
 
     def change(name: str) -> tuple[float, bool]:
         if name in before and name in now:

@@ -22,8 +22,9 @@ def judge_counts(case: Case, family: str | None) -> GateResult:
     if case.before.instructions and case.now.instructions:
         row["instructions"] = (case.before.instructions, case.now.instructions)
     if reason := counted_alike(case.before, case.now):
-        return GateResult(verdict=Verdict.NOT_GATED, message=reason,
-                          reason=Reason.COUNTED_OTHERWISE, **row)  # fmt: skip
+        return GateResult(
+            verdict=Verdict.NOT_GATED, message=reason, reason=Reason.COUNTED_OTHERWISE, **row
+        )
     decision = decide(case, "instructions")
     details = ()
     if decision.verdict is Verdict.REGRESSION:

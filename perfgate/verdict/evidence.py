@@ -99,13 +99,23 @@ def evidence(
     found = {}
     for name in sorted(set(slowest) | set(current.benchmarks)):
         before, now = slowest.get(name), current.benchmarks.get(name)
-        ratios = _ratio_changes(baseline_ratios.get(name, {}), current_ratios.get(name, []),
-                                confirmed_ratios.get(name) if name in again else None)  # fmt: skip
+        ratios = _ratio_changes(
+            baseline_ratios.get(name, {}),
+            current_ratios.get(name, []),
+            confirmed_ratios.get(name) if name in again else None,
+        )
         found[name] = Evidence(
-            name, before, now, declared.get(name, {}), tuple(members.get(name, [])), untrusted,
-            fastest.get(name), (before, again[name]) if before and name in again else None,
-            ratios, baseline_profile=_stored_profile(members.get(name, []), before),
-        )  # fmt: skip
+            name,
+            before,
+            now,
+            declared.get(name, {}),
+            tuple(members.get(name, [])),
+            untrusted,
+            fastest.get(name),
+            (before, again[name]) if before and name in again else None,
+            ratios,
+            baseline_profile=_stored_profile(members.get(name, []), before),
+        )
     return found
 
 
@@ -134,7 +144,7 @@ def _ratio_changes(old: dict, current: list, repeat: list | None) -> tuple[Ratio
             ratio.value,
             again.get(ratio.name),
             ratio.higher_is_better,
-        )  # fmt: skip
+        )
         for ratio in current
         if ratio.name in old
     )

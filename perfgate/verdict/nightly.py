@@ -108,14 +108,17 @@ def night(row: GateRow, why: str | None, result: GateResult | None) -> NightRow:
         return NightRow(row, by, stored, None, None)
     if result is not None and result.verdict in AB_DECIDED:
         change = result.comparison.change_percent if result.comparison else None
-        decided = replace(row, verdict=result.verdict, message=result.message, reason=None,
-                          change_percent=change)  # fmt: skip
+        decided = replace(
+            row, verdict=result.verdict, message=result.message, reason=None, change_percent=change
+        )
         return NightRow(decided, AB, stored, _ab(result), why)
     ab = _ab(result) if result is not None else None
     said = "did not run it in both trees" if result is None else _without_verdict(result.message)
     if row.verdict is Verdict.REGRESSION:
-        message = (f"stored regression {stored.removeprefix('regression ')} that the A/B could "
-                   f"not clear (A/B {said}): {row.message}")  # fmt: skip
+        message = (
+            f"stored regression {stored.removeprefix('regression ')} that the A/B could "
+            f"not clear (A/B {said}): {row.message}"
+        )
         return NightRow(replace(row, message=message), STORED, stored, ab, why)
     if result is None:
         message = f"not gated: the A/B {said}"
@@ -137,9 +140,14 @@ def host_offset(rows: list[GateRow]) -> tuple[float, int] | None:
     """How the stored comparison's timed cases moved at the median (a fraction) and how many
     there were: a host that runs them all faster or slower than the baseline says so. None
     with fewer than OFFSET_CASES."""
-    changes = sorted(r.change_percent / 100 for r in rows
-                     if r.verdict.decided and r.gated_on is None and r.baseline_instructions is None
-                     and r.change_percent is not None)  # fmt: skip
+    changes = sorted(
+        r.change_percent / 100
+        for r in rows
+        if r.verdict.decided
+        and r.gated_on is None
+        and r.baseline_instructions is None
+        and r.change_percent is not None
+    )
     if len(changes) < OFFSET_CASES:
         return None
     middle = len(changes) // 2
@@ -204,9 +212,17 @@ class Night:
     offset: str | None = None  # where this host's cases ran systematically faster or slower
 
 
-FACTS = {"base_commit": str, "blocks": int, "target": float, "screen": float,
-         "failing_tests": int, "stopped": str, "shard": str, "undecided": str,
-         "offset": str}  # fmt: skip
+FACTS = {
+    "base_commit": str,
+    "blocks": int,
+    "target": float,
+    "screen": float,
+    "failing_tests": int,
+    "stopped": str,
+    "shard": str,
+    "undecided": str,
+    "offset": str,
+}
 
 
 # nightly-verdicts.json: format 1 is the rows' shared shape (``rows.written``); format 0, before
@@ -217,8 +233,16 @@ NIGHT = Kind("nightly verdicts", 1, oldest=0)
 def as_json(night: Night) -> dict:
     """nightly-verdicts.json: the night's facts and, per case, the gate's row with which
     comparison decided, both results and why the case went to the A/B."""
-    cases = [{**n.row.as_json(), "decided_by": n.decided_by, "stored": n.stored, "ab": n.ab,
-              "why_ab": n.why_ab} for n in night.rows]  # fmt: skip
+    cases = [
+        {
+            **n.row.as_json(),
+            "decided_by": n.decided_by,
+            "stored": n.stored,
+            "ab": n.ab,
+            "why_ab": n.why_ab,
+        }
+        for n in night.rows
+    ]
     facts = {key: getattr(night, key) for key in FACTS}
     return written(NIGHT, cases, **facts, remaining=list(night.remaining))
 

@@ -134,13 +134,24 @@ def judge_pairs(
         return unmeasured(name, f"{TOO_FEW_ROUNDS} (0 block pairs, needs {MIN_PAIRS})")
     a_blocks, b_blocks = [a for a, _ in pairs], [b for _, b in pairs]
     before, now = _merged(name, a_blocks), _merged(name, b_blocks)
-    medians = [(block_median(a, rounds_per_block), block_median(b, rounds_per_block))
-               for a, b in pairs]  # fmt: skip
-    comparison = compare_paired_blocks([a for a, _ in medians], [b for _, b in medians],
-                                       b_first=b_first)  # fmt: skip
+    medians = [
+        (block_median(a, rounds_per_block), block_median(b, rounds_per_block)) for a, b in pairs
+    ]
+    comparison = compare_paired_blocks(
+        [a for a, _ in medians], [b for _, b in medians], b_first=b_first
+    )
     declared = now.declarations or before.declarations
-    evidence = Evidence(name, before, now, declared, tuple(a_blocks), untrusted, ratios=ratios,
-                        paired=comparison, tested=tested)  # fmt: skip
+    evidence = Evidence(
+        name,
+        before,
+        now,
+        declared,
+        tuple(a_blocks),
+        untrusted,
+        ratios=ratios,
+        paired=comparison,
+        tested=tested,
+    )
     return judge_case(evidence, thresholds)
 
 
@@ -162,12 +173,23 @@ def judge_blocks(
     ratios = block_ratios(a_runs, b_runs)
     results = []
     for name in names:
-        both = [(a.benchmarks[name], b.benchmarks[name], first) for a, b, first in pairs
-                if name in a.benchmarks and name in b.benchmarks]  # fmt: skip
-        results.append(judge_pairs(name, [(a, b) for a, b, _ in both], thresholds,
-                                   rounds_per_block, untrusted, ratios.get(name, ()),
-                                   [first for _, _, first in both],
-                                   tested or len(names)))  # fmt: skip
+        both = [
+            (a.benchmarks[name], b.benchmarks[name], first)
+            for a, b, first in pairs
+            if name in a.benchmarks and name in b.benchmarks
+        ]
+        results.append(
+            judge_pairs(
+                name,
+                [(a, b) for a, b, _ in both],
+                thresholds,
+                rounds_per_block,
+                untrusted,
+                ratios.get(name, ()),
+                [first for _, _, first in both],
+                tested or len(names),
+            )
+        )
     return sorted(results, key=lambda r: (list(Verdict).index(r.verdict), r.name))
 
 
@@ -187,8 +209,15 @@ def block_ratios(a_runs: list[Run], b_runs: list[Run]) -> dict[str, tuple[RatioC
         for ratio_name, found in by_ratio.items():
             if ratio_name in worst.get(name, {}):
                 now = float(np.median([ratio.value for ratio in found]))
-                kept.append(RatioChange(ratio_name, worst[name][ratio_name].value, now, now,
-                                        found[0].higher_is_better))  # fmt: skip
+                kept.append(
+                    RatioChange(
+                        ratio_name,
+                        worst[name][ratio_name].value,
+                        now,
+                        now,
+                        found[0].higher_is_better,
+                    )
+                )
         changes[name] = tuple(kept)
     return changes
 

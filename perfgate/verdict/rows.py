@@ -112,14 +112,25 @@ class GateRow:
         if result.instructions:
             change = (counted[1] / counted[0] - 1.0) * 100.0
         return cls(
-            result.name, result.verdict, result.message, result.reason, result.family,
+            result.name,
+            result.verdict,
+            result.message,
+            result.reason,
+            result.family,
             None if result.threshold is None else float(result.threshold),  # a plain number
-            result.threshold_source, c.baseline_median if c else None,
-            c.current_median if c else None, change, low, high,
-            result.clocks, result.gated_on, result.shift, *counted,
+            result.threshold_source,
+            c.baseline_median if c else None,
+            c.current_median if c else None,
+            change,
+            low,
+            high,
+            result.clocks,
+            result.gated_on,
+            result.shift,
+            *counted,
             p_value=c.p_value if c and math.isfinite(c.p_value) else None,
             pairs=c.n_baseline if c and c.paired else None,
-        )  # fmt: skip
+        )
 
     def as_json(self) -> dict:
         row = asdict(self)

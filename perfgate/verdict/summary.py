@@ -77,8 +77,12 @@ def cells(result: GateResult) -> list[str]:
     c = result.comparison
     if result.instructions:  # a counted case: its instructions per call, exact (no p-value)
         before, now = result.instructions
-        counted = [fmt.fmt_instructions(before), fmt.fmt_instructions(now),
-                   fmt.fmt_change(before, now), "exact"]  # fmt: skip
+        counted = [
+            fmt.fmt_instructions(before),
+            fmt.fmt_instructions(now),
+            fmt.fmt_change(before, now),
+            "exact",
+        ]
         return [result.name, *counted, result.message, threshold_cell(result)]
     if c is None:
         return [result.name, "", "", "", "", result.message, threshold_cell(result)]
@@ -115,8 +119,12 @@ def terminal_lines(results: list[GateResult], changes: list, baseline: str) -> l
     return [fmt.terminal(line) for line in lines]
 
 
-def markdown(results: list[GateResult], changes: list, baseline: str,
-             rest: str = "the JSON summary beside this file") -> str:  # fmt: skip
+def markdown(
+    results: list[GateResult],
+    changes: list,
+    baseline: str,
+    rest: str = "the JSON summary beside this file",
+) -> str:
     """A markdown summary: counts, environment difference, one table per verdict listed. Stored
     text is escaped (``format.markdown``); past MARKDOWN_BYTES it is cut at a line, with a line
     saying that every verdict is in ``rest``."""

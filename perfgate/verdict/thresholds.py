@@ -66,11 +66,13 @@ def parse_fraction(text: str) -> float:
     try:
         number = float(value.removesuffix("%").strip())
     except ValueError:
-        raise ValueError(f"threshold {text!r}: expected a fraction or a percentage, e.g. 0.1 "
-                         "or 10%") from None  # fmt: skip
+        raise ValueError(
+            f"threshold {text!r}: expected a fraction or a percentage, e.g. 0.1 or 10%"
+        ) from None
     if not math.isfinite(number) or number < 0:
-        raise ValueError(f"threshold {text!r}: expected a fraction or a percentage of 0 or more, "
-                         "e.g. 0.1 or 10%")  # fmt: skip
+        raise ValueError(
+            f"threshold {text!r}: expected a fraction or a percentage of 0 or more, e.g. 0.1 or 10%"
+        )
     if not percent and number > 1:
         raise ValueError(f"threshold {text!r} is ambiguous: write {value}% or {number / 100:g}")
     return number / 100.0 if percent else number

@@ -200,8 +200,10 @@ def more_evidence(c: Comparison, threshold: float | None = None) -> str:
         return f"more {unit} would show whether that is significant"
     n = min(c.n_baseline, c.n_current)
     if needed > 100 * max(n, 1):
-        return (f"its spread is too wide for the threshold: more {unit} would hardly settle it "
-                "(give the test a threshold marker, or measure where it is quieter)")  # fmt: skip
+        return (
+            f"its spread is too wide for the threshold: more {unit} would hardly settle it "
+            "(give the test a threshold marker, or measure where it is quieter)"
+        )
     return f"about {needed} {unit} in all would decide it"
 
 
