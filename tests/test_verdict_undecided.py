@@ -291,3 +291,21 @@ def test_the_nights_file_is_typed_and_versioned_and_reads_the_format_before_it()
     assert old.rows[0].name == "x::t"
     with pytest.raises(ValueError, match="newer than this perfgate reads .*: upgrade perfgate"):
         nightly.from_json({**data, "format": nightly.NIGHT.version + 1})
+
+
+def test_three_pairs_that_agree_closer_than_their_rounds_can_measure_are_not_a_regression():
+    """Three pairs of blocks that scatter by 6 % once read +3.1 % [1.030, 1.031] on a virtual
+    night: their spread is taken no lower than their rounds' own noise puts into each pair."""
+    rng = np.random.default_rng(5)
+
+    def block(level: float) -> Benchmark:  # 21 rounds of 2 % noise whose median is the level
+        half = np.abs(rng.normal(0, 0.02, 10))
+        logs = rng.permutation(np.concatenate([half, -half, [0.0]]))
+        return Benchmark("x::t", "t", samples=tuple(level * np.exp(logs)))
+
+    ratios = [1.0305, 1.0310, 1.0308]
+    pairs = [(block(1e-3), block(1e-3 * r)) for r in ratios]
+    result = judge_pairs("x::t", pairs, TARGET, tested=200)
+    c = result.comparison
+    assert result.verdict is not Verdict.REGRESSION, result.message
+    assert c.ratio_high - c.ratio_low > 0.01  # not [1.030, 1.031]

@@ -15,6 +15,7 @@ leaves the journal as it was after the last completed block.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -29,7 +30,7 @@ from perfgate.benchmark import Run
 from perfgate.progress import Progress, duration
 from perfgate.verdict.nightly import AB_DECIDED
 from perfgate.verdict.outcome import GateResult, Verdict
-from perfgate.verdict.time_change import more_needed
+from perfgate.verdict.time_change import count_for_width
 
 
 class Pair(NamedTuple):
@@ -149,8 +150,11 @@ def undecided(results: list[GateResult], more: int) -> list[str]:
 
 
 def within_reach(c, threshold: float | None, more: int) -> bool:
-    needed = more_needed(c, threshold) if threshold is not None else None
-    return needed is None or needed <= c.n_baseline + more
+    """Whether ``more`` pairs can narrow ``c``'s interval to the threshold either side. Its
+    spread decides, not where its ratio lies: a case near its threshold needs the pairs most."""
+    if threshold is None or not math.isfinite(c.ratio_high) or c.ratio_low <= 0:
+        return True
+    return count_for_width(c, math.log1p(threshold)) <= c.n_baseline + more
 
 
 class Engine:

@@ -35,6 +35,7 @@ def compare_paired_blocks(
     current_blocks: Samples,
     confidence: float = 0.95,
     b_first: Sequence[bool] = (),
+    floor: float = 0.0,
 ) -> Comparison:
     """Compare per-block medians (seconds) of two trees run in block pairs (``perfgate ab``):
     block i of the baseline ran next to block i of the current tree; ``b_first[i]``: the current
@@ -64,7 +65,9 @@ def compare_paired_blocks(
     enough = base.size >= MIN_ROUNDS
     p_slower = p_faster = 1.0
     low, high = UNBOUNDED_INTERVAL
-    spread = float(np.std(logs, ddof=1)) if enough else 0.0
+    # a few pairs can agree by chance far more closely than their blocks can be measured: their
+    # spread is never taken below ``floor``, what the blocks' own rounds put into each pair
+    spread = max(float(np.std(logs, ddof=1)), floor) if enough else 0.0
     if enough and spread > 0:
         from scipy.stats import t as student  # here: importing scipy.stats takes 1.5 s
 
@@ -115,6 +118,20 @@ def block_median(benchmark: Benchmark, rounds: int | None = None) -> float:
     return Benchmark(benchmark.fullname, benchmark.name, samples=samples).median
 
 
+def rounds_floor(blocks: list[Benchmark], rounds: int | None = None) -> float:
+    """The least spread a pair's log ratio can have, from the rounds of its two blocks: a block
+    median's standard error is about 1.25 standard deviations of its rounds (of their logs)
+    over the square root of their count, and a pair holds two. 0 where a block has too few
+    rounds to say."""
+    errors = []
+    for block in blocks:
+        samples = np.log(np.asarray(block.samples[:rounds] if rounds else block.samples))
+        if samples.size < MIN_ROUNDS:
+            return 0.0
+        errors.append(1.2533 * float(np.std(samples, ddof=1)) / np.sqrt(samples.size))
+    return float(np.sqrt(2 * np.mean(np.square(errors)))) if errors else 0.0
+
+
 def judge_pairs(
     name: str,
     pairs: list[tuple[Benchmark, Benchmark]],
@@ -137,8 +154,9 @@ def judge_pairs(
     medians = [
         (block_median(a, rounds_per_block), block_median(b, rounds_per_block)) for a, b in pairs
     ]
+    floor = rounds_floor([block for pair in pairs for block in pair], rounds_per_block)
     comparison = compare_paired_blocks(
-        [a for a, _ in medians], [b for _, b in medians], b_first=b_first
+        [a for a, _ in medians], [b for _, b in medians], b_first=b_first, floor=floor
     )
     declared = now.declarations or before.declarations
     evidence = Evidence(

@@ -167,19 +167,25 @@ class NoChange(_TimeRule):
 def more_needed(c: Comparison, threshold: float) -> int | None:
     """About how many pairs (or rounds a side) in all would decide ``c``: narrow its interval
     inside the threshold around its ratio (unchanged), or clear of 1 where its ratio is past the
-    threshold (a change); None where its interval is unbounded. The interval narrows as one over
-    the square root of the count, and for pairs as the t quantile of their count: an estimate
-    from the spread seen so far, not a promise."""
-    if not math.isfinite(c.ratio_high) or c.ratio_low <= 0 or c.ratio <= 0:
+    threshold (a change); None where its interval is unbounded. An estimate from the spread
+    seen so far, not a promise."""
+    if not _bounded(c):
         return None
-    n = min(c.n_baseline, c.n_current)
-    half = (math.log(c.ratio_high) - math.log(c.ratio_low)) / 2
     center, limit = abs(math.log(c.ratio)), math.log1p(threshold)
     room = limit - center if center < limit else center  # unchanged, else a change shown
-    if room <= 0 or half <= 0:
-        return None if room <= 0 else n
+    return None if room <= 0 else count_for_width(c, room)
+
+
+def count_for_width(c: Comparison, width: float) -> int:
+    """About how many pairs (or rounds a side) in all would narrow ``c``'s interval to +-``width``
+    (of the log ratio): it narrows as one over the square root of the count, and for pairs as the
+    t quantile of their count too (a 3-pair interval is 4.3 spreads wide, a 10-pair one 2.3)."""
+    n = min(c.n_baseline, c.n_current)
+    half = (math.log(c.ratio_high) - math.log(c.ratio_low)) / 2
+    if half <= width:
+        return n
     if not c.paired:
-        return max(n + 1, math.ceil(n * (half / room) ** 2))
+        return max(n + 1, math.ceil(n * (half / width) ** 2))
     from scipy.stats import t as student  # here: importing scipy.stats takes 1.5 s
 
     def quantile(pairs: int) -> float:
@@ -187,9 +193,13 @@ def more_needed(c: Comparison, threshold: float) -> int | None:
 
     spread = half * math.sqrt(n) / quantile(n)  # of one pair's log ratio
     for pairs in range(n + 1, 100 * n + 1):
-        if quantile(pairs) * spread / math.sqrt(pairs) <= room:
+        if quantile(pairs) * spread / math.sqrt(pairs) <= width:
             return pairs
     return 100 * n + 1
+
+
+def _bounded(c: Comparison) -> bool:
+    return math.isfinite(c.ratio_high) and c.ratio_low > 0 and c.ratio > 0
 
 
 def more_evidence(c: Comparison, threshold: float | None = None) -> str:
