@@ -663,7 +663,8 @@ def test_kernel_matches_reference_on_2_24_random_elements():
 # --- The package reads one way ------------------------------------------------------------------
 PACKAGE_ORDER = [  # kernels/mxint8/__init__.py lists them so: each imports only from earlier ones
     "format", "reference", "quantizer", "dequantize_kernel", "linear_tile", "linear_words",
-    "linear_kernel", "linear_gemv", "linear_gemv_stream", "linear_launch", "linear_sweep",
+    "linear_kernel", "linear_gemv", "linear_gemv_stream", "linear_mma", "linear_launch",
+    "linear_sweep",
     "tuning", "linear", "module",
 ]  # fmt: skip
 

@@ -10,6 +10,7 @@ from the ones above it:
 - ``dequantize_kernel``: the Triton dequantization kernel and its launcher;
 - ``linear_tile``, ``linear_words``, ``linear_kernel``: the fused linear's tile kernel (tensor
   cores); ``linear_gemv``, ``linear_gemv_stream``: its batch-1 GEMV kernels (CUDA cores);
+  ``linear_mma``: its mixed-input GEMM (the weight dequantized in wgmma's register operand);
 - ``linear_launch``: one launch of it with a given config; ``linear_sweep``: the configs swept
   beyond the autotuner's; ``tuning``: choosing the config;
 - ``linear``: ``mxint8_linear``, the fused path's entry point (with autograd);
