@@ -38,7 +38,7 @@ SCREEN = 0.01  # a gated case slower than this in the stored comparison goes to 
 TARGET = 0.03  # the A/B's threshold: a 3 % slowdown fails the night
 # extra block pairs for the cases the first ones leave undecided and more pairs can decide: with
 # the night's cases tested together, 3 + 7 pairs catch a 3.5 % slowdown of a kernel whose blocks
-# scatter by 0.5 % nine times in ten, 4 % every time (docs/gate-validation/verdict-rule/)
+# scatter by 0.5 % 19 times in 20, 4 % every time (docs/gate-validation/verdict-rule/)
 MORE_BLOCKS = 7
 PASSED, FAILED, GATED_NOTHING, INCOMPLETE, INTERRUPTED_STATUS = 0, 1, 6, 75, 130
 
