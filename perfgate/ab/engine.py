@@ -15,7 +15,6 @@ leaves the journal as it was after the last completed block.
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable
@@ -30,7 +29,7 @@ from perfgate.benchmark import Run
 from perfgate.progress import Progress, duration
 from perfgate.verdict.nightly import AB_DECIDED
 from perfgate.verdict.outcome import GateResult, Verdict
-from perfgate.verdict.time_change import count_for_width
+from perfgate.verdict.time_change import within_reach
 
 
 class Pair(NamedTuple):
@@ -147,14 +146,6 @@ def undecided(results: list[GateResult], more: int) -> list[str]:
     whose blocks scatter far past its threshold is left undecided, not run for nothing."""
     return [r.name for r in results if r.verdict is Verdict.UNDECIDED and r.comparison
             and within_reach(r.comparison, r.threshold, more)]  # fmt: skip
-
-
-def within_reach(c, threshold: float | None, more: int) -> bool:
-    """Whether ``more`` pairs can narrow ``c``'s interval to the threshold either side. Its
-    spread decides, not where its ratio lies: a case near its threshold needs the pairs most."""
-    if threshold is None or not math.isfinite(c.ratio_high) or c.ratio_low <= 0:
-        return True
-    return count_for_width(c, math.log1p(threshold)) <= c.n_baseline + more
 
 
 class Engine:

@@ -198,6 +198,14 @@ def count_for_width(c: Comparison, width: float) -> int:
     return 100 * n + 1
 
 
+def within_reach(c: Comparison, threshold: float | None, more: int) -> bool:
+    """Whether ``more`` pairs can narrow ``c``'s interval to the threshold either side. Its
+    spread decides, not where its ratio lies: a case near its threshold needs the pairs most."""
+    if threshold is None or not _bounded(c):
+        return True
+    return count_for_width(c, math.log1p(threshold)) <= c.n_baseline + more
+
+
 def _bounded(c: Comparison) -> bool:
     return math.isfinite(c.ratio_high) and c.ratio_low > 0 and c.ratio > 0
 
