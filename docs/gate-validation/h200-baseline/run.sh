@@ -6,6 +6,7 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "GPU 0: $name; commit $(git rev-parse HEAD)"
 case "$name" in *H200*) ;; *) echo "not an H200: nothing recorded"; exit 3 ;; esac
+git rev-parse HEAD > /dev/null 2>&1 || { echo "no git history here: nothing recorded"; exit 4; }
 T0=$(date +%s)
 CUDA_VISIBLE_DEVICES=0 timeout 520 python3 -m pytest perf_tests --device cuda --perf-tier full \
   -p no:cacheprovider --perf-store-profiles=never --benchmark-save=h200-main \
