@@ -27,7 +27,7 @@ from kernels.mxint8.reference import dequantize_reference
 DEQUANTIZE_BLOCK_SIZE = 2048  # elements per Triton program (tuned on the H100: docs/NOTES.md)
 DEQUANTIZE_NUM_WARPS = 4
 # The words kernel's (elements per program, warps) per GPU name, chosen by
-# tools/mxint8_sweep.py (docs/gate-validation/mxint8-session14): on the H200 2048/4 moved
+# kernels/tools/mxint8_sweep.py (docs/gate-validation/mxint8-session14): on the H200 2048/4 moved
 # 0.977 of a same-size copy at 2^28 elements and 0.983 at 2^25 (4096/8: 0.976, 0.980; the six
 # steps 0.839, 0.843); on the H100 4096/8 moved 0.983 and 0.982 (2048/4: 0.981, 0.975).
 # Other GPUs take the default.

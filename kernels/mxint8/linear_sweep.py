@@ -1,5 +1,5 @@
 """The fused linear's configs swept beyond the autotuner's candidates, any of which the committed
-table may choose (``tuning.path_candidates``; tools/mxint8_sweep.py times them all).
+table may choose (``tuning.path_candidates``; kernels/tools/mxint8_sweep.py times them all).
 
 At batch 1 the GEMV kernel (linear_gemv.py): (block_n, block_k, num_warps) x K splits x
 pipelining by Triton (3 stages) or by hand (1), and its stream form on N programs per SM. Up to

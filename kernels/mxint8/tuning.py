@@ -7,8 +7,8 @@ The config is deterministic by default: the table's entry for this GPU's name an
 (batch bucket, N, K, group size), else ``default_config`` (the first candidate tile with the K
 split its shape calls for). Autotuning per process chose different configs in different
 processes on the H100 (29.7 vs 33.9 us at 14336x4096 batch 1), so a case's time moved with the
-process; the table is chosen once with the suite's own clock (tools/mxint8_tune.py). The choice is
-made once per problem key; later calls launch it directly, since the autotuner's per-call
+process; the table is chosen once with the suite's own clock (kernels/tools/mxint8_tune.py). The
+choice is made once per problem key; later calls launch it directly, since the autotuner's per-call
 bookkeeping (pruning, heuristics over ~100 configs) costs ~100 us of host time on an H100 machine.
 """
 
@@ -105,7 +105,7 @@ def candidate_configs(m: int, n: int, k: int) -> list[LinearConfig]:
 
 
 def path_candidates(m: int, n: int, k: int) -> list[LinearConfig]:
-    """Every config the table may hold for an (m, n, k) problem, what tools/mxint8_sweep.py
+    """Every config the table may hold for an (m, n, k) problem, what kernels/tools/mxint8_sweep.py
     times: the tile kernel's autotuner candidates (``candidate_configs``) and linear_sweep.py's
     wider sets (at batch 1 the GEMV kernel in both forms, up to batch 64 more tiles)."""
     configs = candidate_configs(m, n, k) + sweep_configs(m_bucket(m), k)

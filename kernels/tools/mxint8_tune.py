@@ -10,7 +10,7 @@ is timed in ``--passes`` interleaved passes (median); for a batch bucket that ho
 the suite's batch sizes (16 holds 1 and 16) the winner has the smallest sum of time / best time.
 
 Run on the GPU, from the repository root:
-``PYTHONPATH=$PWD python tools/mxint8_tune.py --log tune.json``
+``PYTHONPATH=$PWD python kernels/tools/mxint8_tune.py --log tune.json``
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def main() -> None:
     table = json.loads(TABLE_PATH.read_text()) if TABLE_PATH.is_file() else {}
     table.setdefault("configs", {})[gpu] = dict(sorted(entries.items()))
     table.setdefault("chosen_with", {})[gpu] = (
-        f"tools/mxint8_tune.py: CUDA-graph device time over rotating weights, median of "
+        f"kernels/tools/mxint8_tune.py: CUDA-graph device time over rotating weights, median of "
         f"{args.passes} passes; torch {torch.__version__}"
     )
     TABLE_PATH.write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")

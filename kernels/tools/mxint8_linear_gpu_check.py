@@ -10,7 +10,7 @@ memory and grid (occupancy, waves), its achieved weight bandwidth, and, with ``-
 Compute's DRAM throughput, achieved occupancy and issue-slot use for one launch.
 
 Run on a CUDA machine from the repository root:
-``PYTHONPATH=$PWD python tools/mxint8_linear_gpu_check.py --out mxint8_linear_gpu.json``
+``PYTHONPATH=$PWD python kernels/tools/mxint8_linear_gpu_check.py --out mxint8_linear_gpu.json``
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """GPU check of the MXINT8 dequantization kernel: bit-exactness, offsets past 2^31, and a
 bandwidth table (kernel configs vs same-size copy vs torch.compile'd reference).
 
-Run on a CUDA machine: ``python tools/mxint8_gpu_check.py [--out results.json]``.
+Run on a CUDA machine: ``python kernels/tools/mxint8_gpu_check.py [--out results.json]``.
 """
 
 from __future__ import annotations

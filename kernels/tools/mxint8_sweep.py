@@ -17,7 +17,7 @@ whole sweep on the CPU under Triton's interpreter (TRITON_INTERPRET=1) at toy si
 clock, to check the script end to end. Writes ``sweep.json`` and ``summary.md`` into ``--out``.
 
 On a CUDA machine, from the repository root:
-``PYTHONPATH=$PWD python tools/mxint8_sweep.py --out OUT [--confirm] [--jobs 12]``
+``PYTHONPATH=$PWD python kernels/tools/mxint8_sweep.py --out OUT [--confirm] [--jobs 12]``
 """
 
 from __future__ import annotations

@@ -4,12 +4,13 @@ kernels; check each config's error and the GEMV kernels' weights bit for bit on 
 pair; profile the fastest batch-1 kernels with Nsight Compute where ``ncu`` is installed.
 
 Every time is CUDA-graph device time (measure.timing.graph_seconds_per_call) over weight copies
-rotated through more than 4x L2, as the suite's test_linear and tools/mxint8_tune.py measure.
+rotated through more than 4x L2, as the suite's test_linear and kernels/tools/mxint8_tune.py
+measure.
 Results go to ``--out`` (JSON, rewritten after each problem, so a run cut short keeps what it
-measured). The committed table itself is chosen by tools/mxint8_tune.py.
+measured). The committed table itself is chosen by kernels/tools/mxint8_tune.py.
 
 Run on a CUDA machine from the repository root:
-``PYTHONPATH=$PWD python tools/mxint8_paths_gpu.py --out paths.json --ncu-dir ncu``
+``PYTHONPATH=$PWD python kernels/tools/mxint8_paths_gpu.py --out paths.json --ncu-dir ncu``
 """
 
 from __future__ import annotations
