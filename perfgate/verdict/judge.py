@@ -142,9 +142,11 @@ def _too_noisy(e: Evidence, case, decision, row: dict) -> GateResult | None:
 
 
 def _against_the_session(e: Evidence, judged: Case, own: float, decision, row: dict):
-    """A slower case judged against the session's machine-wide shift too: undecided or
-    unchanged where it does not stand out from how the session's cases moved (on its first run
-    and its re-run), else None (the verdict stands)."""
+    """A slower case judged against the session's machine-wide shift too: where it does not
+    stand out from how the session's cases moved (on its first run and its re-run), unchanged
+    if the session's bar is the case's own threshold, else undecided (a session that moved so
+    much cannot rule out a change of the case's size); None where it stands out (the verdict
+    stands)."""
     against = replace(judged, threshold=e.shift.threshold(own))
     session = decide(_with_comparisons(against, e, e.shift))
     if session.verdict is Verdict.UNDECIDED and session.reason is not Reason.WIDE_INTERVAL:
@@ -157,6 +159,11 @@ def _against_the_session(e: Evidence, judged: Case, own: float, decision, row: d
     if session.verdict.slower and not held:
         return None
     label, seen = held[0] if held else sides[0]
+    if e.shift.threshold(own) > own:  # the session's spread, not the case's threshold, is the bar
+        message = f"undecided: {e.shift.cannot_tell(seen, own, label)}; {decision.message}"
+        return GateResult(verdict=Verdict.UNDECIDED, message=message, reason=Reason.MACHINE_MOVED,
+                          shift=e.shift.describe(), comparison=decision.comparison,
+                          **row)  # fmt: skip
     message = f"{e.shift.within(seen, own, label)}; {decision.message}"
     return GateResult(verdict=Verdict.UNCHANGED, message=message, shift=e.shift.describe(),
                       comparison=decision.comparison, **row)  # fmt: skip

@@ -1,7 +1,8 @@
 """Why a case measured on both sides is not gated, or undecided: one value per reason, which the
 judge returns and every reader acts on (the nightly, the summary's counts); the words for people
 are in the verdict's message. Undecided: ``TOO_FEW_ROUNDS``, ``NOT_SIGNIFICANT``,
-``WIDE_INTERVAL`` (the data compared, neither showing a change nor ruling one out), ``STOPPED``."""
+``WIDE_INTERVAL`` (the data compared, neither showing a change nor ruling one out), ``STOPPED``,
+``MACHINE_MOVED``."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ class Reason(str, Enum):
     NOT_SIGNIFICANT = "not significant"  # slower past the threshold, not shown to be
     WIDE_INTERVAL = "interval wider than the threshold"  # neither a change nor its absence shown
     STOPPED = "stopped before it was measured"  # an A/B that stopped before its first pair
+    MACHINE_MOVED = "the session moved more than its threshold"  # its cases' spread is the bar
     COUNTED_OTHERWISE = "counted another way"  # instruction counts left out other functions
 
     def __str__(self) -> str:

@@ -113,6 +113,21 @@ class Shift:
             "slowly more often, not a change of its own"
         )
 
+    def cannot_tell(self, comparison: Comparison | None, own: float, label: str = "") -> str:
+        """Why a case slower than its threshold is undecided against a session whose spread
+        makes its bar looser than the case's own threshold."""
+        moved = ""
+        if comparison:
+            moved = (
+                f"{label}slower by {comparison.change_percent:.1f}% at the median, its fastest "
+                f"rounds by {fastest(comparison) - 1:+.1%}; "
+            )
+        return (
+            f"{moved}this session's cases moved so unevenly (spread {self.spread:.1%}) that a "
+            f"change of its own shows only past {self.threshold(own):.0%}: a change of "
+            f"{own:.0%} is neither shown nor ruled out. Run it again on a quieter machine"
+        )
+
     def beyond(self) -> str:
         return (
             f"slower beyond the session's own movement too (its cases' fastest rounds: median "
