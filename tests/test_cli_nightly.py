@@ -23,7 +23,7 @@ from helpers import (
 )
 
 from perfgate.ab import blocks
-from perfgate.ab.engine import undecided
+from perfgate.ab.engine import Engine, undecided
 from perfgate.ab.night import failing_tests
 from perfgate.stats import compare_samples
 from perfgate.verdict import Verdict
@@ -419,12 +419,16 @@ def test_an_interrupted_night_keeps_its_blocks_and_resume_finishes_it(repo, tmp_
     assert ab["complete"] and ab["rows"][0]["pairs"] == 3
 
 
-def test_a_time_limited_night_says_what_remains_and_exits_75(repo, tmp_path):
+def test_a_time_limited_night_says_what_remains_and_exits_75(repo, tmp_path, monkeypatch):
     (repo / "README").write_text("docs only")
     commit(repo, "docs")
     results = tmp_path / "results"
     write_gate(results, row(verdict="unconfirmed", change=4.0))
-    status, _, err = nightly(results, "--base-ref", "HEAD~1", "--time-limit", "1s")
+    # blocks that take 10 s each by the engine's pace: no pair can end within the second given,
+    # whatever this machine's load (a fast machine once decided the case before the limit)
+    with monkeypatch.context() as patched:
+        patched.setattr(Engine, "_pace", lambda self: 10.0)
+        status, _, err = nightly(results, "--base-ref", "HEAD~1", "--time-limit", "1s")
     assert status == 75 and "stopped (time limit) with 1 cases undecided" in err
     assert verdicts(results)[WORK]["verdict"] == "undecided"
     status, _, err = perfgate("nightly", "--results", str(results), "--resume", "--blocks", "3",
