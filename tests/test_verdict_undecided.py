@@ -6,6 +6,7 @@ decide it; and a night that lets no stored regression through unmeasured."""
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import os
 import subprocess
@@ -248,6 +249,7 @@ def test_the_issues_reproduction_fails_naming_the_stored_regression(tmp_path):
     assert "Traceback" not in done.stderr
     line = next(x for x in done.stdout.splitlines() if x.startswith("| test_w\\[slow\\]"))
     assert "| regression |" in line and "that the A/B could not clear" in line
+    assert "perfgate nightly: 1 regression(s): perf_tests/test_w.py::test_w[slow] (" in done.stderr
 
 
 @pytest.mark.slow
@@ -309,3 +311,15 @@ def test_three_pairs_that_agree_closer_than_their_rounds_can_measure_are_not_a_r
     c = result.comparison
     assert result.verdict is not Verdict.REGRESSION, result.message
     assert c.ratio_high - c.ratio_low > 0.01  # not [1.030, 1.031]
+
+
+def test_a_night_that_decided_nothing_says_its_undecided_cases_not_a_wrong_cause():
+    from perfgate.ab.exits import GATED_NOTHING, verdict_status
+
+    undecided = judge_pairs("x::t", pairs_of([0.85, 1.12, 0.97, 1.09, 0.98]), TARGET)
+    rows = [nightly.night(row("unconfirmed", 4.0), "stored comparison: unconfirmed", undecided)]
+    err = io.StringIO()
+    assert verdict_status(nightly.Night(rows), Path("gate.json"), err) == GATED_NOTHING
+    line = err.getvalue().strip()
+    assert line.startswith("perfgate nightly: no case was decided (1 in gate.json)")
+    assert "1 undecided (x::t)" in line and "night passes" not in line

@@ -42,7 +42,7 @@ def exit_codes_reference() -> str:
     numbers come from the code's constants."""
     import pytest
 
-    from perfgate.ab.night import GATED_NOTHING, INCOMPLETE
+    from perfgate.ab.exits import GATED_NOTHING, INCOMPLETE
     from perfgate.cli import INTERRUPTED
     from perfgate.cli.merge import MERGE_REFUSED
     from perfgate.session.baseline import FIRST_BASELINE, GATE_NOT_RUN

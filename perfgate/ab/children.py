@@ -49,8 +49,12 @@ def git_succeeds(root: Path, *arguments: str) -> bool:
 
 def environment(tree: Path | None = None, gpu: str | None = None) -> dict[str, str]:
     """This process's environment for a child: no xdist worker variables; ``tree`` first on
-    PYTHONPATH; ``gpu`` (an index or UUID, or a list of them) as the visible CUDA devices."""
+    PYTHONPATH; ``gpu`` (an index or UUID, or a list of them) as the visible CUDA devices; the
+    same string hashes in every child (PYTHONHASHSEED 0 unless set): a random seed per process
+    lays dicts and sets out differently in the two trees' processes, a constant offset between
+    them that pairing cannot cancel."""
     env = {k: v for k, v in os.environ.items() if k not in XDIST_VARIABLES}
+    env.setdefault("PYTHONHASHSEED", "0")
     if tree is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(tree), env.get("PYTHONPATH", "")])
     if gpu is not None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfgate.ab import AbError
-from perfgate.ab.night import read_verdicts, verdict_status, write
+from perfgate.ab.exits import verdict_status
+from perfgate.ab.night import read_verdicts, write
 from perfgate.parts import check_split, label_parts
 from perfgate.report.nightly import markdown
 from perfgate.verdict import nightly as policy

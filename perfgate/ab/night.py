@@ -22,7 +22,8 @@ from pathlib import Path
 
 from perfgate import parts, store
 from perfgate.ab import AbError, children, journal, trees
-from perfgate.ab.compare import INTERRUPTED, AbOptions, AbRun, as_json, run_ab
+from perfgate.ab.compare import AbOptions, AbRun, as_json, run_ab
+from perfgate.ab.exits import verdict_status
 from perfgate.ab.order import ratio_groups
 from perfgate.benchmark import Run
 from perfgate.format import terminal
@@ -40,7 +41,6 @@ TARGET = 0.03  # the A/B's threshold: a 3 % slowdown fails the night
 # the night's cases tested together, 3 + 7 pairs catch a 3.5 % slowdown of a kernel whose blocks
 # scatter by 0.5 % 19 times in 20, 4 % every time (docs/gate-validation/verdict-rule/)
 MORE_BLOCKS = 7
-PASSED, FAILED, GATED_NOTHING, INCOMPLETE, INTERRUPTED_STATUS = 0, 1, 6, 75, 130
 
 
 @dataclass
@@ -244,36 +244,6 @@ def ab_options(options: NightlyOptions, commit: str, names: list[str]) -> AbOpti
         ratio_groups(stored, names) if stored else None,
         same_allowed=True,  # --base-ref was checked before any work; the baseline's may be B
     )  # fmt: skip
-
-
-def verdict_status(night: policy.Night, gate: Path, err) -> int:
-    if night.failing_tests or policy.failed(night.rows):
-        return FAILED
-    if undecided := policy.undecided_rows(night.rows):
-        names = ", ".join(n.name for n in undecided[:3]) + (", ..." if len(undecided) > 3 else "")
-        if night.undecided == "fail":
-            print(f"perfgate nightly: {len(undecided)} case(s) undecided ({names}): the data "
-                  "neither show a change nor rule one out, and --undecided fail fails the night; "
-                  "run more block pairs (--more-blocks) or on a quieter machine",
-                  file=err)  # fmt: skip
-            return FAILED
-        print(f"perfgate nightly: warning: {len(undecided)} case(s) undecided ({names}), listed "
-              "first in nightly.md; --undecided fail would fail the night", file=err)  # fmt: skip
-    if night.stopped == INTERRUPTED or night.remaining:
-        said = (
-            f"stopped ({night.stopped}) with {len(night.remaining)} cases undecided; what "
-            "it decided is written; perfgate nightly --resume continues it"
-            if night.remaining
-            else "was interrupted once it had decided every case; what it decided is written"
-        )
-        print(f"perfgate nightly: the A/B {said}", file=err)
-        return INTERRUPTED_STATUS if night.stopped == INTERRUPTED else INCOMPLETE
-    if policy.gated_nothing(night.rows):
-        print(f"perfgate nightly: the night gated no case ({len(night.rows)} in {gate}); it "
-              "cannot pass: check the stored comparison's selection and its baseline",
-              file=err)  # fmt: skip
-        return GATED_NOTHING
-    return PASSED
 
 
 def write(night: policy.Night, results: Path) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from perfgate.ab import AbError, fanin, gpus, journal, night
+from perfgate.ab import AbError, exits, fanin, gpus, journal, night
 from perfgate.arguments import add_count, add_fraction, add_test_paths
 from perfgate.benchmark import Run
 from perfgate.cli.ab import add_run_options, test_paths, time_limit
@@ -153,7 +153,7 @@ def run(args, pytest_args: list[str], out, err) -> int:
             return night.run_nightly(options, out, err)
         except KeyboardInterrupt:  # before the A/B's blocks (that one writes what it decided)
             raise CommandError(
-                interrupted(options.journal), night.INTERRUPTED_STATUS, "interrupted"
+                interrupted(options.journal), exits.INTERRUPTED_STATUS, "interrupted"
             ) from None
 
 
