@@ -173,7 +173,7 @@ def _run(options: AbOptions, processes, commit: str, tree: str, err, clock) -> A
     processes.warm(plan.lanes)
     used = sum(1 for cases in plan.lanes if cases)
     print(
-        f"A/B of {len(both)} cases on {used} GPU lane(s), {options.blocks} counterbalanced "
+        f"A/B of {len(both)} cases on {used} lane(s), {options.blocks} counterbalanced "
         f"block pairs (A B, B A, ...); blocks kept in {options.journal}",
         *plan.lines(options.gpus),
         sep="\n  ",
