@@ -99,7 +99,7 @@ class TimeRegression(_TimeRule):
                 f"slower by {c.change_percent:.1f}% (threshold {self.threshold:.0%}) but not "
                 f"significantly ({p_words(c)}, ratio {c.confidence:.0%} CI "
                 f"[{c.ratio_low:.3f}, {c.ratio_high:.3f}]) on {c.rounds}: "
-                f"{more_evidence(c, self.threshold)}"
+                f"{more_evidence(c, self.threshold, self.alpha)}"
             )
         if _decidable_without_test(c) and c.round_ratio_high <= limit:
             return None  # no current round is slower than any baseline round past the threshold
@@ -136,7 +136,7 @@ class NoChange(_TimeRule):
         return Reason.WIDE_INTERVAL, (
             f"{c.change_percent:+.1f}%, but {seen} does not rule out a change of "
             f"{self.threshold:.0%} (unchanged needs it inside [{low:.3f}, {high:.3f}]) on "
-            f"{c.rounds}: {more_evidence(shown_by, self.threshold)}"
+            f"{c.rounds}: {more_evidence(shown_by, self.threshold, self.alpha)}"
         )
 
     def _bounds(self, c: Comparison, faster: Comparison | None):
@@ -164,16 +164,21 @@ class NoChange(_TimeRule):
         return "few"
 
 
-def more_needed(c: Comparison, threshold: float) -> int | None:
+def more_needed(c: Comparison, threshold: float, alpha: float = DEFAULT_ALPHA) -> int | None:
     """About how many pairs (or rounds a side) in all would decide ``c``: narrow its interval
-    inside the threshold around its ratio (unchanged), or clear of 1 where its ratio is past the
-    threshold (a change); None where its interval is unbounded. An estimate from the spread
+    inside the threshold around its ratio (unchanged), or, where its ratio is past the threshold,
+    clear of 1 at the decision's own level (``alpha``, over the cases tested with it: wider than
+    the 95 % interval shown); None where its interval is unbounded. An estimate from the spread
     seen so far, not a promise."""
     if not _bounded(c):
         return None
     center, limit = abs(math.log(c.ratio)), math.log1p(threshold)
-    room = limit - center if center < limit else center  # unchanged, else a change shown
-    return None if room <= 0 else count_for_width(c, room)
+    if center < limit:
+        return count_for_width(c, limit - center)
+    from scipy.stats import norm  # here: importing scipy.stats takes 1.5 s
+
+    wider = norm.ppf(1 - alpha / max(c.tested, 1)) / norm.ppf(0.5 + c.confidence / 2)
+    return count_for_width(c, center / max(wider, 1.0))
 
 
 def count_for_width(c: Comparison, width: float) -> int:
@@ -210,11 +215,13 @@ def _bounded(c: Comparison) -> bool:
     return math.isfinite(c.ratio_high) and c.ratio_low > 0 and c.ratio > 0
 
 
-def more_evidence(c: Comparison, threshold: float | None = None) -> str:
+def more_evidence(
+    c: Comparison, threshold: float | None = None, alpha: float = DEFAULT_ALPHA
+) -> str:
     """What more would decide ``c``: about how many pairs (or rounds) in all."""
     unit = "block pairs" if c.paired else "rounds a side"
-    needed = more_needed(c, threshold) if threshold is not None else None
-    if needed is None:
+    needed = more_needed(c, threshold, alpha) if threshold is not None else None
+    if needed is None or needed <= min(c.n_baseline, c.n_current):
         return f"more {unit} would show whether that is significant"
     n = min(c.n_baseline, c.n_current)
     if needed > 100 * max(n, 1):
