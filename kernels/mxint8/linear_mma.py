@@ -33,6 +33,7 @@ from kernels.mxint8.linear_kernel import (
     store_output,
 )
 from kernels.mxint8.linear_tile import (
+    BYTES_TO_BF16_PAIRS,
     USUAL_SCALE_MAX,
     USUAL_SCALE_MIN,
     expand_groups,
@@ -46,25 +47,9 @@ _USUAL_SCALE_MAX = tl.constexpr(USUAL_SCALE_MAX)
 # Four int8 mantissas ($2) and their four bf16 steps 2^(e-133) as two bf16 pairs ($3: values 0
 # and 1, $4: values 2 and 3) -> four bf16 weights as two pairs ($0, $1), as
 # linear_tile._WORD_DEQUANTIZE_ASM does for words sharing one step.
-_FOUR_VALUES_ASM = tl.constexpr("""{
-.reg .b32 y, w, lo, hi, lo_top, hi_top;
-and.b32 y, $2, 0x7f7f7f7f;
-add.u32 y, y, 0x7f7f7f7f;
-not.b32 y, y;
-and.b32 y, y, $2;
-and.b32 y, y, 0x80808080;
-xor.b32 w, $2, y;
-prmt.b32 lo, w, 0x43, 0x4140;
-prmt.b32 hi, w, 0x43, 0x4342;
-and.b32 lo_top, lo, 0xff80ff80;
-and.b32 hi_top, hi, 0xff80ff80;
-and.b32 lo, lo, 0xff7fff7f;
-and.b32 hi, hi, 0xff7fff7f;
-sub.bf16x2 lo, lo, lo_top;
-sub.bf16x2 hi, hi, hi_top;
-mul.rn.bf16x2 $0, lo, $3;
-mul.rn.bf16x2 $1, hi, $4;
-}""")
+_FOUR_VALUES_ASM = tl.constexpr(
+    BYTES_TO_BF16_PAIRS + "mul.rn.bf16x2 $0, lo, $3;\nmul.rn.bf16x2 $1, hi, $4;\n}"
+)
 
 
 @triton.jit

@@ -61,7 +61,8 @@ def expand_groups(e, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_SIZE: t
 #    128 + (b & 0x7F); with only its top bit kept, 128 or 256: the difference is the int8 value
 #    v, exact (Triton's own int8 -> bf16 conversion works the same way).
 # 3. v * 2^(e-133) = v/64 * 2^(e-127), exact for scales 7..252: 7 significant bits at most.
-_WORD_DEQUANTIZE_ASM = tl.constexpr("""{
+# Steps 1-2 for the bytes of $2, as bf16 pairs lo (bytes 0-1) and hi (bytes 2-3); the steps after
+BYTES_TO_BF16_PAIRS = """{
 .reg .b32 y, w, lo, hi, lo_top, hi_top;
 and.b32 y, $2, 0x7f7f7f7f;
 add.u32 y, y, 0x7f7f7f7f;
@@ -77,9 +78,10 @@ and.b32 lo, lo, 0xff7fff7f;
 and.b32 hi, hi, 0xff7fff7f;
 sub.bf16x2 lo, lo, lo_top;
 sub.bf16x2 hi, hi, hi_top;
-mul.rn.bf16x2 $0, lo, $3;
-mul.rn.bf16x2 $1, hi, $3;
-}""")
+"""
+_WORD_DEQUANTIZE_ASM = tl.constexpr(
+    BYTES_TO_BF16_PAIRS + "mul.rn.bf16x2 $0, lo, $3;\nmul.rn.bf16x2 $1, hi, $3;\n}"
+)
 
 
 @triton.jit

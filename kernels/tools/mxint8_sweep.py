@@ -51,6 +51,7 @@ from kernels.mxint8.dequantize_kernel import (
     words_config,
 )
 from kernels.mxint8.tuning import choose_config, chosen_path, path_candidates
+from perfgate.measure.timing import graph_seconds_per_call
 
 GROUP = 32
 SHAPES = [(4096, 4096), (14336, 4096)]  # (N, K) of the suite's Linear cases
@@ -91,31 +92,14 @@ def fused_candidates(m: int, n: int, k: int, dry: bool) -> list[LinearConfig]:
 
 # --- Timing -------------------------------------------------------------------------------------
 def device_us(calls, dry: bool) -> float:
-    """Device microseconds per call of ``calls``: a CUDA graph of them, median of 20 replays."""
+    """Device microseconds per call of ``calls``: a CUDA graph of them, median of 20 replays
+    (``perfgate.measure.timing.graph_seconds_per_call``, as the suite times them)."""
     if dry:
         begin = time.perf_counter()
         for call in calls:
             call()
         return 1e6 * (time.perf_counter() - begin) / len(calls)
-    for call in calls:
-        call()
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for call in calls:
-            call()
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(20):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(1e3 * start.elapsed_time(end) / len(calls))
-    del graph
-    return statistics.median(times)
+    return 1e6 * graph_seconds_per_call(calls, torch.device("cuda"))
 
 
 def l2_bytes(dry: bool) -> int:
