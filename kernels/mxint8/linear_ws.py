@@ -1,0 +1,364 @@
+"""The fused linear as a warp-specialized mixed-input GEMM (Hopper, Gluon).
+
+Three groups of warps share each program and hand tiles to each other through shared memory,
+signalled by mbarriers, so that reading the weight, dequantizing it and the tensor cores overlap:
+
+- the loader (1 warp) brings each K block of x (bf16) and of the int8 mantissas into a ring of
+  ``STAGES`` shared-memory slots with the bulk tensor copy engine (TMA);
+- the dequantizer (4 warps) reads a slot's mantissas as 16-byte vectors, turns them into bf16
+  with one inline-assembly instance per four values (linear_mma's, bit for bit the spec's
+  values for scales 7..252; the spec's six steps for a block with any other scale) and writes
+  the bf16 tile into a second ring that wgmma reads;
+- the default warps (one or two warpgroups) run wgmma on both shared-memory operands,
+  asynchronously, one block in flight while the next is waited for, then store the tile.
+
+Two orientations, as linear_mma's: "ws" computes ``out^T = W @ x^T`` (the weight tile is
+wgmma's left operand, so 64-row weight tiles meet batches as narrow as 8: batch 1 to 64, with
+K split across programs), "ws_plain" computes ``out = x @ W^T`` (batches of 64 and more, whose
+stores are row-contiguous). Needs CUDA with wgmma (compute capability 9.x), bf16 x, groups of
+16 values or more; ``launch_ws`` is the host side.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+from kernels.mxint8.dequantize_kernel import dequantize_bits
+from kernels.mxint8.linear_mma import FOUR_VALUES_ASM
+from kernels.mxint8.linear_tile import USUAL_SCALE_MAX, USUAL_SCALE_MIN
+
+_USUAL_SCALE_MIN = gl.constexpr(USUAL_SCALE_MIN)
+_USUAL_SCALE_MAX = gl.constexpr(USUAL_SCALE_MAX)
+_FOUR_VALUES_ASM = gl.constexpr(FOUR_VALUES_ASM)
+DEQUANTIZE_WARPS = 4
+DEQUANTIZE_REGISTERS = 128  # setmaxnreg's budget for the dequantizing warps
+W_STAGES = 2  # bf16 weight tiles between the dequantizer and the tensor cores
+
+
+@gluon.constexpr_function
+def _instr_n(rows, cols, warps):
+    """The widest wgmma N (a multiple of 8, <= 256) that divides ``cols`` and fits the warps."""
+    row_reps = triton.cdiv(rows, 16)
+    col_reps = triton.cdiv(warps, row_reps)
+    widest = max(cols // col_reps, 8)
+    n = 256
+    while n > widest or cols % n != 0:
+        n -= 8
+    return n
+
+
+@gluon.constexpr_function
+def _mma_warps(rows, warps):
+    """wgmma's warps_per_cta for an accumulator of ``rows`` rows: along rows first."""
+    along_rows = min(warps, max(4, rows // 16))
+    return [along_rows, warps // along_rows]
+
+
+@gluon.constexpr_function
+def _smaller(a, b):
+    return min(a, b)
+
+
+@gluon.constexpr_function
+def _dequantize_layout(block_n, groups, inner, warps):
+    """[BLOCK_N, groups, inner] int8: 16 bytes of one row and group per thread."""
+    chunks = inner // 16
+    threads = [32 // (groups * chunks), groups, chunks]
+    return gl.BlockedLayout([1, 1, 16], threads, [warps, 1, 1], [2, 1, 0])
+
+
+@gluon.jit
+def _loader(x_desc, w_desc, scales_ptr, bufs, bars, coords, sizes,
+            BLOCK_K: gl.constexpr, GROUP_SIZE: gl.constexpr, STAGES: gl.constexpr,
+            W_STAGES: gl.constexpr):  # fmt: skip
+    x_bufs, w8_bufs, wb_bufs = bufs
+    load_ready, load_empty, wb_ready, wb_empty = bars
+    off_m, off_n, k_start, k_blocks = coords
+    for i in range(k_blocks):
+        s = i % STAGES
+        mbarrier.wait(load_empty.index(s), ((i // STAGES) & 1) ^ 1)
+        ready = load_ready.index(s)
+        mbarrier.expect(ready, x_desc.block_type.nbytes + w_desc.block_type.nbytes)
+        k = k_start + i * BLOCK_K
+        tma.async_copy_global_to_shared(x_desc, [off_m, k], ready, x_bufs.index(s))
+        tma.async_copy_global_to_shared(w_desc, [off_n, k], ready, w8_bufs.index(s))
+
+
+@gluon.jit
+def _scales(scales_ptr, rows, groups, block, k_start, groups_per_row,
+            BLOCK_K: gl.constexpr, GROUP_SIZE: gl.constexpr):  # fmt: skip
+    """int32 scales [BLOCK_N, groups] of K block ``block`` (clamped inside the row)."""
+    first = (k_start + block * BLOCK_K) // GROUP_SIZE
+    column = gl.minimum(first + groups, groups_per_row - 1)
+    return gl.load(scales_ptr + rows[:, None] * groups_per_row + column[None, :]).to(gl.int32)
+
+
+@gluon.jit
+def _dequantizer(x_desc, w_desc, scales_ptr, bufs, bars, coords, sizes,
+                 BLOCK_K: gl.constexpr, GROUP_SIZE: gl.constexpr, STAGES: gl.constexpr,
+                 W_STAGES: gl.constexpr):  # fmt: skip
+    x_bufs, w8_bufs, wb_bufs = bufs
+    load_ready, load_empty, wb_ready, wb_empty = bars
+    off_m, off_n, k_start, k_blocks = coords
+    N, K = sizes
+    BLOCK_N: gl.constexpr = w_desc.block_type.shape[0]
+    INNER: gl.constexpr = _smaller(GROUP_SIZE, BLOCK_K)  # values of one group in a block
+    GROUPS: gl.constexpr = BLOCK_K // INNER
+    layout: gl.constexpr = _dequantize_layout(BLOCK_N, GROUPS, INNER, gl.num_warps())
+    scale_layout: gl.constexpr = gl.SliceLayout(2, layout)
+    rows = off_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, scale_layout))
+    rows = gl.minimum(rows, N - 1).to(gl.int64)
+    groups = gl.arange(0, GROUPS, layout=gl.SliceLayout(0, scale_layout))
+    groups_per_row = K // GROUP_SIZE
+    # Scales come from global memory, not the copy engine (a block's are a few bytes a row):
+    # fetched two blocks ahead so their latency hides behind the blocks between.
+    e_next = _scales(scales_ptr, rows, groups, 0, k_start, groups_per_row, BLOCK_K, GROUP_SIZE)
+    e_after = _scales(scales_ptr, rows, groups, 1, k_start, groups_per_row, BLOCK_K, GROUP_SIZE)
+    for i in range(k_blocks):
+        e = e_next
+        e_next = e_after
+        e_after = _scales(scales_ptr, rows, groups, i + 2, k_start, groups_per_row, BLOCK_K,
+                          GROUP_SIZE)  # fmt: skip
+        s = i % STAGES
+        mbarrier.wait(load_ready.index(s), (i // STAGES) & 1)
+        v = w8_bufs.index(s).reshape([BLOCK_N, GROUPS, INNER]).load(layout)
+        fence_async_shared()  # the read is ordered before the copy engine refills the slot
+        mbarrier.arrive(load_empty.index(s), count=1)
+        usual = (gl.min(gl.min(e, 1), 0) >= _USUAL_SCALE_MIN) & (
+            gl.max(gl.max(e, 1), 0) <= _USUAL_SCALE_MAX
+        )
+        if usual:
+            step = ((e - 6) << 7).to(gl.int16).to(gl.bfloat16, bitcast=True)  # 2^(e - 133)
+            step = gl.expand_dims(step, 2)  # broadcast along the group by the asm's operands
+            w = gl.inline_asm_elementwise(
+                _FOUR_VALUES_ASM, "=r,=r,r,r,r", [v, step], dtype=gl.bfloat16, is_pure=True,
+                pack=4,
+            )  # fmt: skip
+        else:  # a scale outside 7..252 in this block: the spec's six steps
+            bits = dequantize_bits(v.to(gl.int32), gl.expand_dims(e, 2))
+            w = bits.to(gl.int16).to(gl.bfloat16, bitcast=True)
+        w = gl.reshape(w, [BLOCK_N, BLOCK_K])
+        b = i % W_STAGES
+        mbarrier.wait(wb_empty.index(b), ((i // W_STAGES) & 1) ^ 1)
+        wb_bufs.index(b).store(w)
+        fence_async_shared()  # the tensor cores read it next
+        mbarrier.arrive(wb_ready.index(b), count=1)
+
+
+@gluon.jit
+def _multiplier(bufs, bars, k_blocks, acc_layout: gl.constexpr, ACC_SHAPE: gl.constexpr,
+                STAGES: gl.constexpr, W_STAGES: gl.constexpr,
+                WEIGHT_LEFT: gl.constexpr):  # fmt: skip
+    x_bufs, w8_bufs, wb_bufs = bufs
+    load_ready, load_empty, wb_ready, wb_empty = bars
+    acc = gl.zeros(ACC_SHAPE, gl.float32, acc_layout)
+    for i in range(k_blocks):
+        s = i % STAGES
+        b = i % W_STAGES
+        mbarrier.wait(load_ready.index(s), (i // STAGES) & 1)
+        mbarrier.wait(wb_ready.index(b), (i // W_STAGES) & 1)
+        if WEIGHT_LEFT:
+            acc = warpgroup_mma(wb_bufs.index(b), x_bufs.index(s).permute((1, 0)), acc,
+                                is_async=True)  # fmt: skip
+        else:
+            acc = warpgroup_mma(x_bufs.index(s), wb_bufs.index(b).permute((1, 0)), acc,
+                                is_async=True)  # fmt: skip
+        acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+        # the previous block's product is done: its slots go back to the loader and dequantizer
+        mbarrier.arrive(load_empty.index((i + STAGES - 1) % STAGES), count=1, pred=i > 0)
+        mbarrier.arrive(wb_empty.index((i + W_STAGES - 1) % W_STAGES), count=1, pred=i > 0)
+    acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
+    return (acc,)  # a tuple, as warp_specialize wants
+
+
+@gluon.jit
+def _store(out_ptr, bias_ptr, total, offs_m, offs_n, M, N, stride_om, HAS_BIAS: gl.constexpr,
+           WEIGHT_LEFT: gl.constexpr):  # fmt: skip
+    """out[offs_m, offs_n] = total (+ bias) in out's dtype; ``total`` is [n, m] if WEIGHT_LEFT."""
+    n_mask = offs_n < N
+    if WEIGHT_LEFT:
+        if HAS_BIAS:
+            bias = gl.load(bias_ptr + offs_n, mask=n_mask, other=0.0).to(gl.float32)
+            total = total + gl.expand_dims(bias, 1)
+        ptrs = out_ptr + offs_m.to(gl.int64)[None, :] * stride_om + offs_n[:, None]
+        mask = n_mask[:, None] & (offs_m[None, :] < M)
+    else:
+        if HAS_BIAS:
+            bias = gl.load(bias_ptr + offs_n, mask=n_mask, other=0.0).to(gl.float32)
+            total = total + gl.expand_dims(bias, 0)
+        ptrs = out_ptr + offs_m.to(gl.int64)[:, None] * stride_om + offs_n[None, :]
+        mask = (offs_m[:, None] < M) & n_mask[None, :]
+    gl.store(ptrs, total.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@gluon.jit
+def mxint8_ws_kernel(
+    x_desc,
+    w_desc,
+    scales_ptr,
+    bias_ptr,
+    out_ptr,
+    workspace_ptr,
+    counters_ptr,
+    M,
+    N,
+    K,
+    stride_om,
+    k_blocks,
+    GROUP_SIZE: gl.constexpr,
+    HAS_BIAS: gl.constexpr,
+    SPLIT_K: gl.constexpr,
+    STAGES: gl.constexpr,
+    W_STAGES: gl.constexpr,
+    WEIGHT_LEFT: gl.constexpr,
+    DEQUANTIZE_REGISTERS: gl.constexpr,
+):
+    """One output tile (or its 1/SPLIT_K share of K): x_desc's block [BLOCK_M, BLOCK_K] of x,
+    w_desc's [BLOCK_N, BLOCK_K] of the mantissas; the grid is (tiles, SPLIT_K), batch tiles of
+    one weight tile next to each other so that they share its reads in L2."""
+    BLOCK_M: gl.constexpr = x_desc.block_type.shape[0]
+    BLOCK_K: gl.constexpr = x_desc.block_type.shape[1]
+    BLOCK_N: gl.constexpr = w_desc.block_type.shape[0]
+    tile = gl.program_id(0)
+    pid_k = gl.program_id(1)
+    m_tiles = gl.cdiv(M, BLOCK_M)
+    off_m = (tile % m_tiles) * BLOCK_M
+    off_n = (tile // m_tiles) * BLOCK_N
+    k_start = pid_k * k_blocks * BLOCK_K
+
+    x_shape: gl.constexpr = [STAGES, BLOCK_M, BLOCK_K]
+    w8_shape: gl.constexpr = [STAGES, BLOCK_N, BLOCK_K]
+    x_bufs = gl.allocate_shared_memory(x_desc.dtype, x_shape, x_desc.layout)
+    w8_bufs = gl.allocate_shared_memory(w_desc.dtype, w8_shape, w_desc.layout)
+    wb_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N, BLOCK_K], gl.bfloat16)
+    wb_bufs = gl.allocate_shared_memory(gl.bfloat16, [W_STAGES, BLOCK_N, BLOCK_K], wb_layout)
+    load_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    load_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    wb_ready = gl.allocate_shared_memory(gl.int64, [W_STAGES, 1], mbarrier.MBarrierLayout())
+    wb_empty = gl.allocate_shared_memory(gl.int64, [W_STAGES, 1], mbarrier.MBarrierLayout())
+    for i in gl.static_range(STAGES):
+        mbarrier.init(load_ready.index(i), count=1)
+        mbarrier.init(load_empty.index(i), count=2)  # the multiplier's and the dequantizer's
+    for i in gl.static_range(W_STAGES):
+        mbarrier.init(wb_ready.index(i), count=1)
+        mbarrier.init(wb_empty.index(i), count=1)
+
+    if WEIGHT_LEFT:
+        ACC_SHAPE: gl.constexpr = [BLOCK_N, BLOCK_M]
+    else:
+        ACC_SHAPE: gl.constexpr = [BLOCK_M, BLOCK_N]
+    warps: gl.constexpr = gl.num_warps()
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0],
+        warps_per_cta=_mma_warps(ACC_SHAPE[0], warps),
+        instr_shape=[16, _instr_n(ACC_SHAPE[0], ACC_SHAPE[1], warps), 16],
+    )
+    bufs = (x_bufs, w8_bufs, wb_bufs)
+    bars = (load_ready, load_empty, wb_ready, wb_empty)
+    coords = (off_m, off_n, k_start, k_blocks)
+    sizes = (N, K)
+    (acc,) = gl.warp_specialize(
+        [
+            (_multiplier, (bufs, bars, k_blocks, acc_layout, ACC_SHAPE, STAGES, W_STAGES,
+                           WEIGHT_LEFT)),
+            # (a tuple named first would turn its constexprs into tensors)
+            (_dequantizer, (x_desc, w_desc, scales_ptr, bufs, bars, coords, sizes, BLOCK_K,
+                            GROUP_SIZE, STAGES, W_STAGES)),
+            (_loader, (x_desc, w_desc, scales_ptr, bufs, bars, coords, sizes, BLOCK_K,
+                       GROUP_SIZE, STAGES, W_STAGES)),
+        ],
+        [4, 1],
+        [DEQUANTIZE_REGISTERS, 24],
+    )  # fmt: skip
+
+    if WEIGHT_LEFT:
+        offs_n = off_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, acc_layout))
+        offs_m = off_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, acc_layout))
+    else:
+        offs_m = off_m + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))
+        offs_n = off_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
+    if SPLIT_K == 1:
+        _store(out_ptr, bias_ptr, acc, offs_m, offs_n, M, N, stride_om, HAS_BIAS, WEIGHT_LEFT)
+    else:
+        # Each split stores its partial tile; the tile's last split to arrive sums them in
+        # split order (deterministic) and stores, as linear_kernel.finish_split does.
+        tiles = gl.num_programs(0)
+        rows = gl.arange(0, ACC_SHAPE[0], layout=gl.SliceLayout(1, acc_layout))
+        cols = gl.arange(0, ACC_SHAPE[1], layout=gl.SliceLayout(0, acc_layout))
+        local = rows[:, None] * ACC_SHAPE[1] + cols[None, :]
+        tile_size: gl.constexpr = ACC_SHAPE[0] * ACC_SHAPE[1]
+        gl.store(workspace_ptr + (pid_k * tiles + tile).to(gl.int64) * tile_size + local, acc)
+        gl.thread_barrier()  # every thread's part is written before the release below
+        arrived = gl.atomic_add(counters_ptr + tile, 1, sem="acq_rel", scope="gpu")
+        if arrived == SPLIT_K - 1:
+            total = gl.zeros(ACC_SHAPE, gl.float32, acc_layout)
+            for split in gl.static_range(SPLIT_K):
+                slot = workspace_ptr + (split * tiles + tile).to(gl.int64) * tile_size
+                total += gl.load(slot + local, cache_modifier=".cg")  # from L2: L1 may be stale
+            _store(out_ptr, bias_ptr, total, offs_m, offs_n, M, N, stride_om, HAS_BIAS,
+                   WEIGHT_LEFT)  # fmt: skip
+            gl.atomic_xchg(counters_ptr + tile, 0, sem="relaxed", scope="gpu")  # next launch's
+
+
+# --- Host side ----------------------------------------------------------------------------------
+def ws_fits(x2d: torch.Tensor, mantissa: torch.Tensor, group_size: int) -> bool:
+    """Whether the warp-specialized kernel takes this problem: a Hopper GPU, bf16 x whose rows
+    the copy engine can read (16-byte aligned, K a multiple of 16), groups of >= 16 values."""
+    k = x2d.shape[1]
+    return (
+        x2d.is_cuda
+        and torch.cuda.get_device_capability(x2d.device)[0] == 9
+        and x2d.dtype == torch.bfloat16
+        and group_size >= 16
+        and k % 16 == 0
+        and x2d.data_ptr() % 16 == 0
+        and (x2d.stride(0) * 2) % 16 == 0
+        and mantissa.data_ptr() % 16 == 0
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _shared_layouts(block_m: int, block_n: int, block_k: int):
+    x_layout = gl.NVMMASharedLayout.get_default_for([block_m, block_k], gl.bfloat16)
+    w_layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8, rank=2)
+    return x_layout, w_layout
+
+
+def max_registers(num_warps: int) -> int:
+    """The per-thread register cap at launch: one program an SM, every warpgroup counted."""
+    warps = 4 * triton.cdiv(num_warps + DEQUANTIZE_WARPS + 1, 4)
+    return min(255, 65536 // (32 * warps)) // 8 * 8
+
+
+def launch_ws(x2d, mantissa, scales, bias, out, workspace, counters, group_size: int, config):
+    """Run the kernel with ``config`` ("ws" or "ws_plain"): block_m rows of x (the batch),
+    block_n weight rows, block_k, K split, num_warps multiplying warps, num_stages slots."""
+    m, k = x2d.shape
+    n = mantissa.shape[0]
+    x_layout, w_layout = _shared_layouts(config.block_m, config.block_n, config.block_k)
+    x_desc = TensorDescriptor(x2d, list(x2d.shape), list(x2d.stride()),
+                              [config.block_m, config.block_k], x_layout)  # fmt: skip
+    w_desc = TensorDescriptor(mantissa, [n, k], [k, 1], [config.block_n, config.block_k], w_layout)
+    k_blocks = triton.cdiv(triton.cdiv(k, config.split_k), config.block_k)
+    tiles = triton.cdiv(m, config.block_m) * triton.cdiv(n, config.block_n)
+    bias_or_out = bias if bias is not None else out
+    return mxint8_ws_kernel[(tiles, config.split_k)](
+        x_desc, w_desc, scales, bias_or_out, out, workspace, counters, m, n, k, out.stride(0),
+        k_blocks, GROUP_SIZE=group_size, HAS_BIAS=bias is not None, SPLIT_K=config.split_k,
+        STAGES=config.num_stages, W_STAGES=W_STAGES, WEIGHT_LEFT=config.kernel == "ws",
+        DEQUANTIZE_REGISTERS=DEQUANTIZE_REGISTERS,
+        num_warps=config.num_warps, maxnreg=max_registers(config.num_warps),
+    )  # fmt: skip
