@@ -143,7 +143,7 @@ def test_ws_split_is_deterministic_and_leaves_counters_at_zero_on_gpu():
     "m, config",
     [
         (1, fl.LinearConfig(8, 128, 64, 2, 4, 12, kernel="ws")),  # rows past M read as zeros
-        (16, fl.LinearConfig(16, 64, 128, 4, 4, 8, kernel="ws")),
+        (16, fl.LinearConfig(16, 128, 64, 4, 4, 8, kernel="ws")),
         (37, fl.LinearConfig(64, 128, 64, 1, 4, 4, kernel="ws")),
         (300, fl.LinearConfig(256, 128, 64, 1, 8, 3, kernel="ws_plain")),
         (512, fl.LinearConfig(128, 128, 64, 1, 8, 4, kernel="ws")),

@@ -68,7 +68,7 @@ _MMA_LARGE = [
 # The warp-specialized kernel (linear_ws.py) up to batch 64: "ws" with x's rows as wgmma's N (8 at
 # batch 1, where the copy engine fills the missing rows with zeros), (block_n, block_k) giving
 # each dequantizing thread 64 values (more spill its registers), deep copy rings, K split 1-8.
-_WS_SMALL = [(128, 64), (64, 128)]
+_WS_SMALL = [(128, 64)]
 _WS_SMALL_STAGES = (4, 8, 12)
 _WS_SPLITS = (1, 2, 4, 8)
 # From batch 128: (kernel, block_m, block_n, block_k, num_warps, num_stages), 8 multiplying warps

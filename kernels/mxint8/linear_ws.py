@@ -41,11 +41,16 @@ from kernels.mxint8.linear_mma import FOUR_VALUES_ASM
 from kernels.mxint8.linear_tile import USUAL_SCALE_MAX, USUAL_SCALE_MIN
 
 _USUAL_SCALE_MIN = gl.constexpr(USUAL_SCALE_MIN)
+_DEQUANTIZERS = gl.constexpr(2)
 _USUAL_SCALE_MAX = gl.constexpr(USUAL_SCALE_MAX)
 _FOUR_VALUES_ASM = gl.constexpr(FOUR_VALUES_ASM)
-DEQUANTIZE_WARPS = 4
-DEQUANTIZE_REGISTERS = 128  # setmaxnreg's budget for the dequantizing warps
-W_STAGES = 2  # bf16 weight tiles between the dequantizer and the tensor cores
+# Two dequantizing warpgroups take alternate K blocks: one block's chain of waits, shared-memory
+# reads, conversion and stores is latency-bound in one warp a scheduler (~0.5 us for 128 x 64
+# values, measured with %globaltimer stamps on an H200), so two chains run side by side.
+DEQUANTIZERS = 2
+DEQUANTIZE_WARPS = 4  # each
+DEQUANTIZE_REGISTERS = 128  # setmaxnreg's budget for each dequantizing warp
+W_STAGES = 4  # bf16 weight tiles between the dequantizers and the tensor cores
 
 
 @gluon.constexpr_function
@@ -83,8 +88,8 @@ def _dequantize_layout(block_n, groups, inner, warps):
 @gluon.jit
 def _loader(x_desc, w_desc, scales_ptr, bufs, bars, coords, sizes,
             BLOCK_K: gl.constexpr, GROUP_SIZE: gl.constexpr, STAGES: gl.constexpr,
-            W_STAGES: gl.constexpr):  # fmt: skip
-    x_bufs, w8_bufs, wb_bufs = bufs
+            W_STAGES: gl.constexpr, PART: gl.constexpr):  # fmt: skip
+    x_bufs, w8_bufs, wb_bufs, strips = bufs
     load_ready, load_empty, wb_ready, wb_empty = bars
     off_m, off_n, k_start, k_blocks = coords
     for i in range(k_blocks):
@@ -98,71 +103,93 @@ def _loader(x_desc, w_desc, scales_ptr, bufs, bars, coords, sizes,
 
 
 @gluon.jit
-def _scales(scales_ptr, rows, groups, block, k_start, groups_per_row,
-            BLOCK_K: gl.constexpr, GROUP_SIZE: gl.constexpr):  # fmt: skip
-    """int32 scales [BLOCK_N, groups] of K block ``block`` (clamped inside the row)."""
-    first = (k_start + block * BLOCK_K) // GROUP_SIZE
-    column = gl.minimum(first + groups, groups_per_row - 1)
-    return gl.load(scales_ptr + rows[:, None] * groups_per_row + column[None, :]).to(gl.int32)
+def _scale_chunk(row_ptrs, blocks, groups, chunk, k_start, groups_per_row, CHUNK: gl.constexpr,
+                 INNER: gl.constexpr, BLOCK_K: gl.constexpr,
+                 GROUP_SIZE: gl.constexpr):  # fmt: skip
+    """The scale bytes [CHUNK, BLOCK_N, groups] of K blocks chunk * CHUNK ... + CHUNK - 1,
+    clamped inside the row."""
+    block = chunk * CHUNK + blocks
+    k = k_start + block[:, None, None] * BLOCK_K + groups[None, None, :] * INNER
+    column = gl.minimum(k // GROUP_SIZE, groups_per_row - 1)
+    return gl.load(row_ptrs[None, :, None] + column)
 
 
 @gluon.jit
 def _dequantizer(x_desc, w_desc, scales_ptr, bufs, bars, coords, sizes,
                  BLOCK_K: gl.constexpr, GROUP_SIZE: gl.constexpr, STAGES: gl.constexpr,
-                 W_STAGES: gl.constexpr):  # fmt: skip
-    x_bufs, w8_bufs, wb_bufs = bufs
+                 W_STAGES: gl.constexpr, PART: gl.constexpr):  # fmt: skip
+    """Dequantizer PART of DEQUANTIZERS: K blocks PART, PART + DEQUANTIZERS, ..."""
+    x_bufs, w8_bufs, wb_bufs, strips = bufs
     load_ready, load_empty, wb_ready, wb_empty = bars
     off_m, off_n, k_start, k_blocks = coords
     N, K = sizes
     BLOCK_N: gl.constexpr = w_desc.block_type.shape[0]
     INNER: gl.constexpr = _smaller(GROUP_SIZE, BLOCK_K)  # values of one group in a block
     GROUPS: gl.constexpr = BLOCK_K // INNER
-    layout: gl.constexpr = _dequantize_layout(BLOCK_N, GROUPS, INNER, gl.num_warps())
+    CHUNK: gl.constexpr = strips.shape[0] // _DEQUANTIZERS  # K blocks a strip holds
+    warps: gl.constexpr = gl.num_warps()
+    layout: gl.constexpr = _dequantize_layout(BLOCK_N, GROUPS, INNER, warps)
     scale_layout: gl.constexpr = gl.SliceLayout(2, layout)
-    rows = off_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(1, scale_layout))
-    rows = gl.minimum(rows, N - 1).to(gl.int64)
-    groups = gl.arange(0, GROUPS, layout=gl.SliceLayout(0, scale_layout))
-    groups_per_row = K // GROUP_SIZE
-    # Scales come from global memory, not the copy engine (a block's are a few bytes a row):
-    # fetched two blocks ahead so their latency hides behind the blocks between.
-    e_next = _scales(scales_ptr, rows, groups, 0, k_start, groups_per_row, BLOCK_K, GROUP_SIZE)
-    e_after = _scales(scales_ptr, rows, groups, 1, k_start, groups_per_row, BLOCK_K, GROUP_SIZE)
-    for i in range(k_blocks):
-        e = e_next
-        e_next = e_after
-        e_after = _scales(scales_ptr, rows, groups, i + 2, k_start, groups_per_row, BLOCK_K,
-                          GROUP_SIZE)  # fmt: skip
-        s = i % STAGES
-        mbarrier.wait(load_ready.index(s), (i // STAGES) & 1)
-        v = w8_bufs.index(s).reshape([BLOCK_N, GROUPS, INNER]).load(layout)
-        fence_async_shared()  # the read is ordered before the copy engine refills the slot
-        mbarrier.arrive(load_empty.index(s), count=1)
-        usual = (gl.min(gl.min(e, 1), 0) >= _USUAL_SCALE_MIN) & (
-            gl.max(gl.max(e, 1), 0) <= _USUAL_SCALE_MAX
+    chunk_layout: gl.constexpr = gl.BlockedLayout([CHUNK, 1, GROUPS], [1, 32, 1], [1, warps, 1],
+                                                  [2, 0, 1])  # fmt: skip
+    rows = off_n + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, gl.SliceLayout(2, chunk_layout)))
+    row_ptrs = scales_ptr + gl.minimum(rows, N - 1).to(gl.int64) * (K // GROUP_SIZE)
+    blocks = gl.arange(0, CHUNK, layout=gl.SliceLayout(1, gl.SliceLayout(2, chunk_layout)))
+    groups = gl.arange(0, GROUPS, layout=gl.SliceLayout(0, gl.SliceLayout(1, chunk_layout)))
+    chunk_args = (k_start, K // GROUP_SIZE, CHUNK, INNER, BLOCK_K, GROUP_SIZE)
+    # Scales come from global memory (a block's are a few bytes a row, too narrow for the copy
+    # engine), CHUNK blocks' at a time, one chunk ahead, through a strip of shared memory.
+    pending = _scale_chunk(row_ptrs, blocks, groups, 0, *chunk_args)
+    both = strips._reinterpret(gl.uint8, [strips.shape[0] * BLOCK_N, GROUPS], strips.layout)
+    flat = both.slice(PART * CHUNK * BLOCK_N, CHUNK * BLOCK_N)  # this dequantizer's strip
+    for chunk in range(k_blocks // CHUNK):
+        # one test a chunk: are all its scales in 7..252, where the inline assembly is exact?
+        usual = (gl.min(gl.min(gl.min(pending, 2), 1), 0) >= _USUAL_SCALE_MIN) & (
+            gl.max(gl.max(gl.max(pending, 2), 1), 0) <= _USUAL_SCALE_MAX
         )
-        if usual:
-            step = ((e - 6) << 7).to(gl.int16).to(gl.bfloat16, bitcast=True)  # 2^(e - 133)
-            step = gl.expand_dims(step, 2)  # broadcast along the group by the asm's operands
-            w = gl.inline_asm_elementwise(
-                _FOUR_VALUES_ASM, "=r,=r,r,r,r", [v, step], dtype=gl.bfloat16, is_pure=True,
-                pack=4,
-            )  # fmt: skip
-        else:  # a scale outside 7..252 in this block: the spec's six steps
-            bits = dequantize_bits(v.to(gl.int32), gl.expand_dims(e, 2))
-            w = bits.to(gl.int16).to(gl.bfloat16, bitcast=True)
-        w = gl.reshape(w, [BLOCK_N, BLOCK_K])
-        b = i % W_STAGES
-        mbarrier.wait(wb_empty.index(b), ((i // W_STAGES) & 1) ^ 1)
-        wb_bufs.index(b).store(w)
-        fence_async_shared()  # the tensor cores read it next
-        mbarrier.arrive(wb_ready.index(b), count=1)
+        flat.store(gl.reshape(pending, [CHUNK * BLOCK_N, GROUPS]))
+        pending = _scale_chunk(row_ptrs, blocks, groups, chunk + 1, *chunk_args)
+        for j in range(PART, CHUNK, _DEQUANTIZERS):
+            e = strips.index(PART * CHUNK + j).load(scale_layout).to(gl.int32)
+            _dequantize_block(e, usual, chunk * CHUNK + j, x_bufs, w8_bufs, wb_bufs, load_ready,
+                              load_empty, wb_ready, wb_empty, layout, BLOCK_N, GROUPS, INNER,
+                              BLOCK_K, STAGES, W_STAGES)  # fmt: skip
+
+
+@gluon.jit
+def _dequantize_block(e, usual, i, x_bufs, w8_bufs, wb_bufs, load_ready, load_empty, wb_ready, wb_empty,
+                      layout: gl.constexpr, BLOCK_N: gl.constexpr, GROUPS: gl.constexpr,
+                      INNER: gl.constexpr, BLOCK_K: gl.constexpr, STAGES: gl.constexpr,
+                      W_STAGES: gl.constexpr):  # fmt: skip
+    """K block ``i``: its mantissas from the copy ring to bf16 in the tensor cores' ring."""
+    s = i % STAGES
+    mbarrier.wait(load_ready.index(s), (i // STAGES) & 1)
+    v = w8_bufs.index(s).reshape([BLOCK_N, GROUPS, INNER]).load(layout)
+    fence_async_shared()  # the read is ordered before the copy engine refills the slot
+    mbarrier.arrive(load_empty.index(s), count=1)
+    if usual:
+        step = ((e - 6) << 7).to(gl.int16).to(gl.bfloat16, bitcast=True)  # 2^(e - 133)
+        step = gl.expand_dims(step, 2)  # broadcast along the group by the asm's operands
+        w = gl.inline_asm_elementwise(
+            _FOUR_VALUES_ASM, "=r,=r,r,r,r", [v, step], dtype=gl.bfloat16, is_pure=True,
+            pack=4,
+        )  # fmt: skip
+    else:  # a scale outside 7..252 in this block: the spec's six steps
+        bits = dequantize_bits(v.to(gl.int32), gl.expand_dims(e, 2))
+        w = bits.to(gl.int16).to(gl.bfloat16, bitcast=True)
+    w = gl.reshape(w, [BLOCK_N, BLOCK_K])
+    b = i % W_STAGES
+    mbarrier.wait(wb_empty.index(b), ((i // W_STAGES) & 1) ^ 1)
+    wb_bufs.index(b).store(w)
+    fence_async_shared()  # the tensor cores read it next
+    mbarrier.arrive(wb_ready.index(b), count=1)
 
 
 @gluon.jit
 def _multiplier(bufs, bars, k_blocks, acc_layout: gl.constexpr, ACC_SHAPE: gl.constexpr,
                 STAGES: gl.constexpr, W_STAGES: gl.constexpr,
                 WEIGHT_LEFT: gl.constexpr):  # fmt: skip
-    x_bufs, w8_bufs, wb_bufs = bufs
+    x_bufs, w8_bufs, wb_bufs, strips = bufs
     load_ready, load_empty, wb_ready, wb_empty = bars
     acc = gl.zeros(ACC_SHAPE, gl.float32, acc_layout)
     for i in range(k_blocks):
@@ -225,6 +252,7 @@ def mxint8_ws_kernel(
     W_STAGES: gl.constexpr,
     WEIGHT_LEFT: gl.constexpr,
     DEQUANTIZE_REGISTERS: gl.constexpr,
+    SCALE_CHUNK: gl.constexpr,
 ):
     """One output tile (or its 1/SPLIT_K share of K): x_desc's block [BLOCK_M, BLOCK_K] of x,
     w_desc's [BLOCK_N, BLOCK_K] of the mantissas; the grid is (tiles, SPLIT_K), batch tiles of
@@ -245,6 +273,11 @@ def mxint8_ws_kernel(
     w8_bufs = gl.allocate_shared_memory(w_desc.dtype, w8_shape, w_desc.layout)
     wb_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N, BLOCK_K], gl.bfloat16)
     wb_bufs = gl.allocate_shared_memory(gl.bfloat16, [W_STAGES, BLOCK_N, BLOCK_K], wb_layout)
+    GROUPS: gl.constexpr = BLOCK_K // _smaller(GROUP_SIZE, BLOCK_K)
+    strip_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])  # one chunk's
+    strips = gl.allocate_shared_memory(
+        gl.uint8, [_DEQUANTIZERS * SCALE_CHUNK, BLOCK_N, GROUPS], strip_layout
+    )  # a strip of SCALE_CHUNK blocks' scales for each dequantizer
     load_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     load_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     wb_ready = gl.allocate_shared_memory(gl.int64, [W_STAGES, 1], mbarrier.MBarrierLayout())
@@ -266,7 +299,7 @@ def mxint8_ws_kernel(
         warps_per_cta=_mma_warps(ACC_SHAPE[0], warps),
         instr_shape=[16, _instr_n(ACC_SHAPE[0], ACC_SHAPE[1], warps), 16],
     )
-    bufs = (x_bufs, w8_bufs, wb_bufs)
+    bufs = (x_bufs, w8_bufs, wb_bufs, strips)
     bars = (load_ready, load_empty, wb_ready, wb_empty)
     coords = (off_m, off_n, k_start, k_blocks)
     sizes = (N, K)
@@ -276,12 +309,14 @@ def mxint8_ws_kernel(
                            WEIGHT_LEFT)),
             # (a tuple named first would turn its constexprs into tensors)
             (_dequantizer, (x_desc, w_desc, scales_ptr, bufs, bars, coords, sizes, BLOCK_K,
-                            GROUP_SIZE, STAGES, W_STAGES)),
+                            GROUP_SIZE, STAGES, W_STAGES, 0)),
+            (_dequantizer, (x_desc, w_desc, scales_ptr, bufs, bars, coords, sizes, BLOCK_K,
+                            GROUP_SIZE, STAGES, W_STAGES, 1)),
             (_loader, (x_desc, w_desc, scales_ptr, bufs, bars, coords, sizes, BLOCK_K,
-                       GROUP_SIZE, STAGES, W_STAGES)),
+                       GROUP_SIZE, STAGES, W_STAGES, 0)),
         ],
-        [4, 1],
-        [DEQUANTIZE_REGISTERS, 24],
+        [4, 4, 1],
+        [DEQUANTIZE_REGISTERS, DEQUANTIZE_REGISTERS, 24],
     )  # fmt: skip
 
     if WEIGHT_LEFT:
@@ -339,8 +374,18 @@ def _shared_layouts(block_m: int, block_n: int, block_k: int):
 
 def max_registers(num_warps: int) -> int:
     """The per-thread register cap at launch: one program an SM, every warpgroup counted."""
-    warps = 4 * triton.cdiv(num_warps + DEQUANTIZE_WARPS + 1, 4)
+    warps = 4 * triton.cdiv(num_warps + DEQUANTIZERS * DEQUANTIZE_WARPS + 1, 4)
     return min(255, 65536 // (32 * warps)) // 8 * 8
+
+
+def scale_chunk(k_blocks: int, block_k: int, group_size: int) -> int:
+    """K blocks whose scales the dequantizer fetches at once: a divisor of k_blocks (<= 16),
+    at most 32 bytes a row."""
+    groups = max(block_k // group_size, 1)
+    chunk = 16
+    while k_blocks % chunk or chunk * groups > 32:
+        chunk //= 2
+    return chunk
 
 
 def launch_ws(x2d, mantissa, scales, bias, out, workspace, counters, group_size: int, config):
@@ -360,5 +405,6 @@ def launch_ws(x2d, mantissa, scales, bias, out, workspace, counters, group_size:
         k_blocks, GROUP_SIZE=group_size, HAS_BIAS=bias is not None, SPLIT_K=config.split_k,
         STAGES=config.num_stages, W_STAGES=W_STAGES, WEIGHT_LEFT=config.kernel == "ws",
         DEQUANTIZE_REGISTERS=DEQUANTIZE_REGISTERS,
+        SCALE_CHUNK=scale_chunk(k_blocks, config.block_k, group_size),
         num_warps=config.num_warps, maxnreg=max_registers(config.num_warps),
     )  # fmt: skip

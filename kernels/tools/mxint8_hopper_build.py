@@ -54,7 +54,7 @@ def build(config, m: int = 512, n: int = 4096, k: int = 4096, group_size: int = 
     constants = dict(
         GROUP_SIZE=group_size, HAS_BIAS=True, SPLIT_K=config.split_k, STAGES=config.num_stages,
         W_STAGES=linear_ws.W_STAGES, WEIGHT_LEFT=config.kernel == "ws",
-        DEQUANTIZE_REGISTERS=linear_ws.DEQUANTIZE_REGISTERS,
+        DEQUANTIZE_REGISTERS=linear_ws.DEQUANTIZE_REGISTERS, SCALE_CHUNK=8,
     )  # fmt: skip
     pointers = dict(scales_ptr="*u8", bias_ptr="*bf16", out_ptr="*bf16", workspace_ptr="*fp32")
     pointers["counters_ptr"] = "*i32"
