@@ -89,7 +89,7 @@ SHARED_MEMORY_LIMIT = 227 * 1024  # a Hopper program's, in bytes
 def ws_shared_bytes(config: LinearConfig) -> int:
     """Shared memory of a "ws" config: the copy ring (x and mantissas) and two bf16 tiles."""
     bm, bn, bk = config.block_m, config.block_n, config.block_k
-    return config.num_stages * (2 * bm * bk + bn * bk) + 2 * 2 * bn * bk
+    return config.num_stages * (2 * bm * bk + bn * bk) + 4 * 2 * bn * 64 + 2 * 16 * bn * 8
 
 
 def ws_configs(bucket: int, k: int) -> list[LinearConfig]:

@@ -42,6 +42,7 @@ from kernels.mxint8.linear_tile import USUAL_SCALE_MAX, USUAL_SCALE_MIN
 
 _USUAL_SCALE_MIN = gl.constexpr(USUAL_SCALE_MIN)
 _DEQUANTIZERS = gl.constexpr(2)
+_PART_K = gl.constexpr(64)
 _USUAL_SCALE_MAX = gl.constexpr(USUAL_SCALE_MAX)
 _FOUR_VALUES_ASM = gl.constexpr(FOUR_VALUES_ASM)
 # Two dequantizing warpgroups take alternate K blocks: one block's chain of waits, shared-memory
@@ -51,6 +52,7 @@ DEQUANTIZERS = 2
 DEQUANTIZE_WARPS = 4  # each
 DEQUANTIZE_REGISTERS = 128  # setmaxnreg's budget for each dequantizing warp
 W_STAGES = 4  # bf16 weight tiles between the dequantizers and the tensor cores
+PART_K = 64  # the K width the dequantizers and the tensor cores work in
 
 
 @gluon.constexpr_function
@@ -128,7 +130,8 @@ def _dequantizer(x_desc, w_desc, scales_ptr, bufs, bars, coords, sizes,
     GROUPS: gl.constexpr = BLOCK_K // INNER
     CHUNK: gl.constexpr = strips.shape[0] // _DEQUANTIZERS  # K blocks a strip holds
     warps: gl.constexpr = gl.num_warps()
-    layout: gl.constexpr = _dequantize_layout(BLOCK_N, GROUPS, INNER, warps)
+    PART_INNER: gl.constexpr = _smaller(INNER, _PART_K)
+    layout: gl.constexpr = _dequantize_layout(BLOCK_N, _PART_K // PART_INNER, PART_INNER, warps)
     scale_layout: gl.constexpr = gl.SliceLayout(2, layout)
     chunk_layout: gl.constexpr = gl.BlockedLayout([CHUNK, 1, GROUPS], [1, 32, 1], [1, warps, 1],
                                                   [2, 0, 1])  # fmt: skip
@@ -150,39 +153,49 @@ def _dequantizer(x_desc, w_desc, scales_ptr, bufs, bars, coords, sizes,
         flat.store(gl.reshape(pending, [CHUNK * BLOCK_N, GROUPS]))
         pending = _scale_chunk(row_ptrs, blocks, groups, chunk + 1, *chunk_args)
         for j in range(PART, CHUNK, _DEQUANTIZERS):
-            e = strips.index(PART * CHUNK + j).load(scale_layout).to(gl.int32)
-            _dequantize_block(e, usual, chunk * CHUNK + j, x_bufs, w8_bufs, wb_bufs, load_ready,
-                              load_empty, wb_ready, wb_empty, layout, BLOCK_N, GROUPS, INNER,
-                              BLOCK_K, STAGES, W_STAGES)  # fmt: skip
+            _dequantize_block(strips.index(PART * CHUNK + j), usual, chunk * CHUNK + j, x_bufs,
+                              w8_bufs, wb_bufs, load_ready, load_empty, wb_ready, wb_empty, layout,
+                              BLOCK_N, GROUPS, INNER, BLOCK_K, STAGES, W_STAGES)  # fmt: skip
 
 
 @gluon.jit
-def _dequantize_block(e, usual, i, x_bufs, w8_bufs, wb_bufs, load_ready, load_empty, wb_ready, wb_empty,
-                      layout: gl.constexpr, BLOCK_N: gl.constexpr, GROUPS: gl.constexpr,
-                      INNER: gl.constexpr, BLOCK_K: gl.constexpr, STAGES: gl.constexpr,
-                      W_STAGES: gl.constexpr):  # fmt: skip
-    """K block ``i``: its mantissas from the copy ring to bf16 in the tensor cores' ring."""
+def _dequantize_block(scales, usual, i, x_bufs, w8_bufs, wb_bufs, load_ready, load_empty,
+                      wb_ready, wb_empty, layout: gl.constexpr, BLOCK_N: gl.constexpr,
+                      GROUPS: gl.constexpr, INNER: gl.constexpr, BLOCK_K: gl.constexpr,
+                      STAGES: gl.constexpr, W_STAGES: gl.constexpr):  # fmt: skip
+    """K block ``i`` (``scales``: its [BLOCK_N, GROUPS] bytes in shared memory), in parts of
+    _PART_K: mantissas from the copy ring to bf16 in the tensor cores' ring."""
+    PARTS: gl.constexpr = BLOCK_K // _PART_K
+    PART_INNER: gl.constexpr = _smaller(INNER, _PART_K)
+    PART_GROUPS: gl.constexpr = _PART_K // PART_INNER
     s = i % STAGES
     mbarrier.wait(load_ready.index(s), (i // STAGES) & 1)
-    v = w8_bufs.index(s).reshape([BLOCK_N, GROUPS, INNER]).load(layout)
-    fence_async_shared()  # the read is ordered before the copy engine refills the slot
-    mbarrier.arrive(load_empty.index(s), count=1)
-    if usual:
-        step = ((e - 6) << 7).to(gl.int16).to(gl.bfloat16, bitcast=True)  # 2^(e - 133)
-        step = gl.expand_dims(step, 2)  # broadcast along the group by the asm's operands
-        w = gl.inline_asm_elementwise(
-            _FOUR_VALUES_ASM, "=r,=r,r,r,r", [v, step], dtype=gl.bfloat16, is_pure=True,
-            pack=4,
-        )  # fmt: skip
-    else:  # a scale outside 7..252 in this block: the spec's six steps
-        bits = dequantize_bits(v.to(gl.int32), gl.expand_dims(e, 2))
-        w = bits.to(gl.int16).to(gl.bfloat16, bitcast=True)
-    w = gl.reshape(w, [BLOCK_N, BLOCK_K])
-    b = i % W_STAGES
-    mbarrier.wait(wb_empty.index(b), ((i // W_STAGES) & 1) ^ 1)
-    wb_bufs.index(b).store(w)
-    fence_async_shared()  # the tensor cores read it next
-    mbarrier.arrive(wb_ready.index(b), count=1)
+    slot = w8_bufs.index(s).reshape([BLOCK_N, BLOCK_K // PART_INNER, PART_INNER])
+    for part in gl.static_range(PARTS):
+        v = slot.slice(part * PART_GROUPS, PART_GROUPS, dim=1).load(layout)
+        if part == PARTS - 1:
+            fence_async_shared()  # the reads are ordered before the copy engine refills the slot
+            mbarrier.arrive(load_empty.index(s), count=1)
+        # this part's groups in the block (static_range unrolls: part is a constant)
+        e = scales.slice((part * _PART_K) // INNER, _smaller(PART_GROUPS, GROUPS), dim=1)
+        e = e.load(gl.SliceLayout(2, layout)).to(gl.int32)
+        if usual:
+            step = ((e - 6) << 7).to(gl.int16).to(gl.bfloat16, bitcast=True)  # 2^(e - 133)
+            step = gl.expand_dims(step, 2)  # broadcast along the group by the asm's operands
+            w = gl.inline_asm_elementwise(
+                _FOUR_VALUES_ASM, "=r,=r,r,r,r", [v, step], dtype=gl.bfloat16, is_pure=True,
+                pack=4,
+            )  # fmt: skip
+        else:  # a scale outside 7..252 in this block: the spec's six steps
+            bits = dequantize_bits(v.to(gl.int32), gl.expand_dims(e, 2))
+            w = bits.to(gl.int16).to(gl.bfloat16, bitcast=True)
+        tile = gl.reshape(w, [BLOCK_N, _PART_K])
+        u = i * PARTS + part
+        b = u % W_STAGES
+        mbarrier.wait(wb_empty.index(b), ((u // W_STAGES) & 1) ^ 1)
+        wb_bufs.index(b).store(tile)
+        fence_async_shared()  # the tensor cores read it next
+        mbarrier.arrive(wb_ready.index(b), count=1)
 
 
 @gluon.jit
@@ -192,21 +205,25 @@ def _multiplier(bufs, bars, k_blocks, acc_layout: gl.constexpr, ACC_SHAPE: gl.co
     x_bufs, w8_bufs, wb_bufs, strips = bufs
     load_ready, load_empty, wb_ready, wb_empty = bars
     acc = gl.zeros(ACC_SHAPE, gl.float32, acc_layout)
+    PARTS: gl.constexpr = x_bufs.shape[2] // _PART_K
     for i in range(k_blocks):
         s = i % STAGES
-        b = i % W_STAGES
         mbarrier.wait(load_ready.index(s), (i // STAGES) & 1)
-        mbarrier.wait(wb_ready.index(b), (i // W_STAGES) & 1)
-        if WEIGHT_LEFT:
-            acc = warpgroup_mma(wb_bufs.index(b), x_bufs.index(s).permute((1, 0)), acc,
-                                is_async=True)  # fmt: skip
-        else:
-            acc = warpgroup_mma(x_bufs.index(s), wb_bufs.index(b).permute((1, 0)), acc,
-                                is_async=True)  # fmt: skip
-        acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
-        # the previous block's product is done: its slots go back to the loader and dequantizer
-        mbarrier.arrive(load_empty.index((i + STAGES - 1) % STAGES), count=1, pred=i > 0)
-        mbarrier.arrive(wb_empty.index((i + W_STAGES - 1) % W_STAGES), count=1, pred=i > 0)
+        for part in gl.static_range(PARTS):
+            u = i * PARTS + part
+            b = u % W_STAGES
+            mbarrier.wait(wb_ready.index(b), (u // W_STAGES) & 1)
+            x_part = x_bufs.index(s).slice(part * _PART_K, _PART_K, dim=1)
+            if WEIGHT_LEFT:
+                acc = warpgroup_mma(wb_bufs.index(b), x_part.permute((1, 0)), acc, is_async=True)
+            else:
+                acc = warpgroup_mma(x_part, wb_bufs.index(b).permute((1, 0)), acc, is_async=True)
+            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+            # the previous part's product is done: its slots go back to the dequantizers and,
+            # at a block's first part, the previous block's copy slot to the loader
+            mbarrier.arrive(wb_empty.index((u + W_STAGES - 1) % W_STAGES), count=1, pred=u > 0)
+            if part == 0:
+                mbarrier.arrive(load_empty.index((i + STAGES - 1) % STAGES), count=1, pred=i > 0)
     acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
     return (acc,)  # a tuple, as warp_specialize wants
 
@@ -271,8 +288,8 @@ def mxint8_ws_kernel(
     w8_shape: gl.constexpr = [STAGES, BLOCK_N, BLOCK_K]
     x_bufs = gl.allocate_shared_memory(x_desc.dtype, x_shape, x_desc.layout)
     w8_bufs = gl.allocate_shared_memory(w_desc.dtype, w8_shape, w_desc.layout)
-    wb_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N, BLOCK_K], gl.bfloat16)
-    wb_bufs = gl.allocate_shared_memory(gl.bfloat16, [W_STAGES, BLOCK_N, BLOCK_K], wb_layout)
+    wb_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N, _PART_K], gl.bfloat16)
+    wb_bufs = gl.allocate_shared_memory(gl.bfloat16, [W_STAGES, BLOCK_N, _PART_K], wb_layout)
     GROUPS: gl.constexpr = BLOCK_K // _smaller(GROUP_SIZE, BLOCK_K)
     strip_layout: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])  # one chunk's
     strips = gl.allocate_shared_memory(
