@@ -21,19 +21,12 @@ from kernels.mxint8.linear_gemv_stream import mxint8_gemv_stream_kernel
 from kernels.mxint8.linear_kernel import mxint8_linear_kernel
 from kernels.mxint8.linear_mma import mxint8_mma_kernel
 
-try:  # Gluon (Triton >= 3.5): the warp-specialized kernel for Hopper
-    from kernels.mxint8.linear_ws import launch_ws, mxint8_ws_kernel, ws_fits
-except ImportError:  # an older Triton: "ws" configs run as WS_FALLBACK
-    mxint8_ws_kernel = None
-
 KERNELS = {
     "tile": mxint8_linear_kernel,
     "gemv": mxint8_gemv_kernel,
     "gemv_stream": mxint8_gemv_stream_kernel,
     "mma": mxint8_mma_kernel,
     "mma_plain": mxint8_mma_kernel,
-    "ws": mxint8_ws_kernel,
-    "ws_plain": mxint8_ws_kernel,
 }
 
 
@@ -42,10 +35,8 @@ class LinearConfig:
     """Block sizes, K split, warps and pipeline depth of one launch of the fused kernel, and
     which kernel: "tile" (tensor cores; linear_kernel.py), "gemv" (CUDA cores, one row of x
     per program; linear_gemv.py), "gemv_stream" (the GEMV on ``programs_per_sm``
-    persistent programs per SM; linear_gemv_stream.py), "mma" / "mma_plain" (the mixed-input
-    GEMM computing out^T = W @ x^T or out = x @ W^T; linear_mma.py), or "ws" / "ws_plain" (the
-    same two orientations as a warp-specialized Gluon kernel for Hopper, linear_ws.py: block_m
-    rows of x, block_n of W, num_warps multiplying warps, num_stages copy slots)."""
+    persistent programs per SM; linear_gemv_stream.py), or "mma" / "mma_plain" (the mixed-input
+    GEMM computing out^T = W @ x^T or out = x @ W^T; linear_mma.py)."""
 
     block_m: int
     block_n: int
@@ -160,9 +151,6 @@ def launch_plan(config: LinearConfig, m: int, n: int, k: int, interpreted: bool)
 
 # What a gemv config runs as where the GEMV kernel cannot: the first GEMV tile, no split.
 GEMV_FALLBACK = LinearConfig(16, 64, 128, 1, 4, 4)
-# What a "ws" config runs as where that kernel cannot (no Hopper GPU, Triton's interpreter, groups
-# under 16 values, rows the copy engine cannot read): the tile kernel.
-WS_FALLBACK = INTERPRETER_CONFIG
 
 
 def gemv_fits(x2d, config: LinearConfig, group_size: int) -> bool:
@@ -186,11 +174,6 @@ def launch(x2d, mantissa, scales, bias, out, group_size: int, config: LinearConf
     n = mantissa.shape[0]
     if config.kernel.startswith("gemv") and not gemv_fits(x2d, config, group_size):
         config = GEMV_FALLBACK
-    if config.kernel.startswith("ws"):
-        if x2d.dtype == torch.float16 and x2d.is_cuda:
-            x2d = x2d.to(torch.bfloat16)  # what the other kernels round it to in registers
-        if mxint8_ws_kernel is None or interpreting() or not ws_fits(x2d, mantissa, group_size):
-            config = WS_FALLBACK
     grid, meta = launch_plan(config, m, n, k, interpreting())
     workspace_elements = config.workspace_elements(m, n)
     counters = split_k_counters(out.device, grid[0])
@@ -203,8 +186,6 @@ def launch(x2d, mantissa, scales, bias, out, group_size: int, config: LinearConf
         meta = dict(meta, NUM_STAGES=config.num_stages)
     if config.kernel.startswith("mma"):
         meta = dict(meta, WEIGHT_LEFT=config.kernel == "mma")
-    if config.kernel.startswith("ws"):
-        return launch_ws(x2d, mantissa, scales, bias, out, workspace, counters, group_size, config)
     args = kernel_operands(x2d, mantissa, scales, bias, out, workspace, counters)
     return KERNELS[config.kernel][grid](*args, **problem_meta(m, bias, group_size), **meta)
 

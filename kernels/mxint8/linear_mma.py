@@ -47,8 +47,9 @@ _USUAL_SCALE_MAX = tl.constexpr(USUAL_SCALE_MAX)
 # Four int8 mantissas ($2) and their four bf16 steps 2^(e-133) as two bf16 pairs ($3: values 0
 # and 1, $4: values 2 and 3) -> four bf16 weights as two pairs ($0, $1), as
 # linear_tile._WORD_DEQUANTIZE_ASM does for words sharing one step.
-FOUR_VALUES_ASM = BYTES_TO_BF16_PAIRS + "mul.rn.bf16x2 $0, lo, $3;\nmul.rn.bf16x2 $1, hi, $4;\n}"
-_FOUR_VALUES_ASM = tl.constexpr(FOUR_VALUES_ASM)
+_FOUR_VALUES_ASM = tl.constexpr(
+    BYTES_TO_BF16_PAIRS + "mul.rn.bf16x2 $0, lo, $3;\nmul.rn.bf16x2 $1, hi, $4;\n}"
+)
 
 
 @triton.jit

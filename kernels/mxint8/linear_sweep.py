@@ -5,8 +5,7 @@ At batch 1 the GEMV kernel (linear_gemv.py): (block_n, block_k, num_warps) x K s
 pipelining by Triton (3 stages) or by hand (1), and its stream form on N programs per SM. Up to
 batch 64 the tile kernel with one row tile: narrow to wide weight tiles, short to long K blocks,
 2-5 pipeline stages, K split 1-16, and the mixed-input GEMM (linear_mma.py) with K split 1-8;
-from batch 128 the mixed-input GEMM in both orientations. At every batch the warp-specialized
-Gluon kernel (linear_ws.py). The tile kernel's sets were timed on
+from batch 128 the mixed-input GEMM in both orientations. The tile kernel's sets were timed on
 an H200 (docs/gate-validation/mxint8-session14), where GEMV tiles of 16 rows and tiles of 128
 won.
 """
@@ -65,46 +64,6 @@ _MMA_LARGE = [
 ]
 
 
-# The warp-specialized kernel (linear_ws.py) up to batch 64: "ws" with x's rows as wgmma's N (8 at
-# batch 1, where the copy engine fills the missing rows with zeros), (block_n, block_k) giving
-# each dequantizing thread 64 values (more spill its registers), deep copy rings, K split 1-8.
-_WS_SMALL = [(128, 64)]
-_WS_SMALL_STAGES = (4, 8, 12)
-_WS_SPLITS = (1, 2, 4, 8)
-# From batch 128: (kernel, block_m, block_n, block_k, num_warps, num_stages), 8 multiplying warps
-# for 128-row accumulators (two warpgroups), 4 for 64.
-_WS_LARGE = [  # each built for sm_90a without spills (kernels/tools/mxint8_hopper_build.py)
-    ("ws_plain", 128, 128, 64, 8, 4),
-    ("ws_plain", 128, 128, 64, 8, 6),
-    ("ws_plain", 256, 128, 64, 8, 3),
-    ("ws_plain", 256, 128, 64, 8, 4),
-    ("ws_plain", 64, 128, 64, 4, 6),
-    ("ws_plain", 128, 128, 64, 4, 6),
-    ("ws", 128, 128, 64, 8, 4),
-    ("ws", 128, 128, 64, 8, 6),
-]
-SHARED_MEMORY_LIMIT = 227 * 1024  # a Hopper program's, in bytes
-
-
-def ws_shared_bytes(config: LinearConfig) -> int:
-    """Shared memory of a "ws" config: the copy ring (x and mantissas) and two bf16 tiles."""
-    bm, bn, bk = config.block_m, config.block_n, config.block_k
-    return config.num_stages * (2 * bm * bk + bn * bk) + 4 * 2 * bn * 64 + 2 * 16 * bn * 8
-
-
-def ws_configs(bucket: int, k: int) -> list[LinearConfig]:
-    configs = []
-    for bn, bk in _WS_SMALL if bucket <= 64 else ():
-        for stages in _WS_SMALL_STAGES:
-            for split in _WS_SPLITS:
-                if k >= 2 * split * bk:
-                    bm = max(8, bucket)
-                    configs.append(LinearConfig(bm, bn, bk, split, 4, stages, kernel="ws"))
-    for kernel, bm, bn, bk, warps, stages in _WS_LARGE if bucket > 64 else ():
-        configs.append(LinearConfig(bm, bn, bk, 1, warps, stages, kernel=kernel))
-    return [c for c in configs if ws_shared_bytes(c) <= SHARED_MEMORY_LIMIT]
-
-
 def gemv_configs(k: int) -> list[LinearConfig]:
     configs = []
     for bn, bk, warps in _GEMV_SHAPES:
@@ -121,8 +80,8 @@ def gemv_configs(k: int) -> list[LinearConfig]:
 def sweep_configs(bucket: int, k: int) -> list[LinearConfig]:
     """The swept configs of a batch bucket (``linear_launch.m_bucket``) and K."""
     if bucket == 1:
-        return gemv_configs(k) + _BATCH_1_TILES + ws_configs(bucket, k)
-    configs = ws_configs(bucket, k)
+        return gemv_configs(k) + _BATCH_1_TILES
+    configs = []
     for bn, warps, block_ks in _TILE_SHAPES if bucket <= 64 else ():
         for bk, stages in block_ks:
             for split in _TILE_SPLITS:
