@@ -319,6 +319,18 @@ def test_a_night_that_gated_nothing_cannot_pass(repo, tmp_path, rows):
     assert status == 6 and "no case was decided" in err
 
 
+def test_check_names_itself_in_what_it_says(repo, tmp_path):
+    # `perfgate check` is the nightly under another name: its lines, its page and its resume
+    # hint name the command the user ran, not "nightly"
+    results = tmp_path / "results"
+    write_gate(results)
+    status, out, err = perfgate("check", "--results", str(results), "--confirm-only",
+                                "--blocks", "3", "--", CLOCK)  # fmt: skip
+    assert status == 6 and err.strip().startswith("perfgate check: no case was decided")
+    assert "perfgate nightly" not in err + out
+    assert (results / "nightly.md").read_text().startswith("# perfgate check\n")
+
+
 @pytest.mark.parametrize(
     "bad, words",
     [

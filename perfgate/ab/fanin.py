@@ -62,15 +62,15 @@ def merged(nights: dict[Path, policy.Night]) -> policy.Night:
     )
 
 
-def fan_in(folders: list[Path], results: Path, out, err) -> int:
+def fan_in(folders: list[Path], results: Path, out, err, command: str = "nightly") -> int:
     """Merge the shard nights in ``folders`` into ``results``; the night's exit status (3 with
     one line when they are not the N shards of one night)."""
     try:
         night = merged({folder: read_night(folder) for folder in folders})
     except ShardsRefused as error:
-        print(f"perfgate nightly: refused: {error}", file=err)
+        print(f"perfgate {command}: refused: {error}", file=err)
         return SHARDS_REFUSED
     results.mkdir(parents=True, exist_ok=True)
-    write(night, results)
-    print(markdown(night), file=out)
-    return verdict_status(night, results / "gate.json", err)
+    write(night, results, command)
+    print(markdown(night, command), file=out)
+    return verdict_status(night, results / "gate.json", err, command)

@@ -61,6 +61,7 @@ class NightlyOptions:
     gpus: list[str | None] = field(default_factory=lambda: [None])
     deadline: float | None = None
     undecided: str = "warn"  # an undecided case: warn (listed first) or fail the night
+    command: str = "nightly"  # the command the user ran (nightly or check), named in what it says
 
     @property
     def journal(self) -> Path:
@@ -207,8 +208,8 @@ def run_nightly(options: NightlyOptions, out, err) -> int:
         print("stored comparison: " + shlex.join(["pytest", *command]), file=err, flush=True)
         status = children.run_pytest(command, options.gpus)
         if status not in (0, 1):
-            print(f"perfgate nightly: the stored comparison exited {status} (see its output "
-                  "above); nothing was confirmed", file=err)  # fmt: skip
+            print(f"perfgate {options.command}: the stored comparison exited {status} (see its "
+                  "output above); nothing was confirmed", file=err)  # fmt: skip
             return status
         rows = read_gate(options.results)
     screen, target = options.screen, options.target
@@ -226,9 +227,9 @@ def run_nightly(options: NightlyOptions, out, err) -> int:
         shard_of(options.pytest_args), options.undecided,
         policy.offset_note(policy.host_offset(rows), options.screen),
     )  # fmt: skip
-    write(night, options.results)
-    print(markdown(night), file=out)
-    return verdict_status(night, options.results / "gate.json", err)
+    write(night, options.results, options.command)
+    print(markdown(night, options.command), file=out)
+    return verdict_status(night, options.results / "gate.json", err, options.command)
 
 
 def ab_options(options: NightlyOptions, commit: str, names: list[str]) -> AbOptions:
@@ -246,8 +247,8 @@ def ab_options(options: NightlyOptions, commit: str, names: list[str]) -> AbOpti
     )  # fmt: skip
 
 
-def write(night: policy.Night, results: Path) -> None:
-    _write(results / "nightly.md", markdown(night) + "\n")
+def write(night: policy.Night, results: Path, command: str = "nightly") -> None:
+    _write(results / "nightly.md", markdown(night, command) + "\n")
     _write(results / "nightly-verdicts.json", json.dumps(policy.as_json(night), indent=2) + "\n")
     # the gate's rows with the night's verdicts, for perfgate dashboard --gate
     gate = gate_rows.as_json([n.row for n in night.rows])

@@ -103,7 +103,7 @@ class Nightly(Command):
 
     @classmethod
     def run(cls, args: argparse.Namespace, out, err) -> int:
-        return run(args, args.pytest_args, out, err)
+        return run(args, args.pytest_args, out, err, cls.name)
 
 
 class Check(Nightly):
@@ -115,7 +115,7 @@ class Check(Nightly):
     usage = Nightly.usage.replace("perfgate nightly", "perfgate check", 1)
 
 
-def options_from(args, pytest_args: list[str]) -> night.NightlyOptions:
+def options_from(args, pytest_args: list[str], command: str = "nightly") -> night.NightlyOptions:
     """The night of the parsed command line (each value checked by its option's type)."""
     if args.resume and args.confirm_only:
         raise CommandError("--resume continues from DIR/gate.json already: drop --confirm-only")
@@ -135,6 +135,7 @@ def options_from(args, pytest_args: list[str]) -> night.NightlyOptions:
         gpus.lanes(args.gpus),
         time_limit(args.time_limit),
         args.undecided,
+        command,
     )
 
 
@@ -144,10 +145,10 @@ def gate_baseline(wanted: str | None, key: str | None) -> Run:
     return hardware.resolve(wanted) if wanted else hardware.newest(1)[0]
 
 
-def run(args, pytest_args: list[str], out, err) -> int:
+def run(args, pytest_args: list[str], out, err, command: str = "nightly") -> int:
     if args.shards:
-        return fanin.fan_in(args.shards, args.results, out, err)
-    options = options_from(args, pytest_args)
+        return fanin.fan_in(args.shards, args.results, out, err, command)
+    options = options_from(args, pytest_args, command)
     with journal.only_one(options.journal):  # one night (or A/B) in a results folder at a time
         try:
             return night.run_nightly(options, out, err)

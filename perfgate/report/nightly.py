@@ -12,7 +12,8 @@ def _cell(text: str | None) -> str:
     return fmt.markdown(text or "")
 
 
-def markdown(night: Night) -> str:
+def markdown(night: Night, command: str = "nightly") -> str:
+    """``command``: what the user ran (nightly or check), the page's title and resume hint."""
     rows = night.rows
     counts: dict[str, int] = {}
     for row in rows:
@@ -20,7 +21,7 @@ def markdown(night: Night) -> str:
     by_ab = sum(row.decided_by == AB for row in rows)
     by_stored = sum((row.decided_by or "").startswith(STORED) for row in rows)
     shard = f" (shard {night.shard})" if night.shard else ""
-    lines = [f"# perfgate nightly{_cell(shard)}", ""]
+    lines = [f"# perfgate {command}{_cell(shard)}", ""]
     lines.append(
         f"{len(rows)} cases: "
         + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
@@ -52,7 +53,7 @@ def markdown(night: Night) -> str:
         lines += [
             "",
             f"**The A/B stopped ({_cell(night.stopped)})** with "
-            f"{len(night.remaining)} case(s) undecided; `perfgate nightly --resume` "
+            f"{len(night.remaining)} case(s) undecided; `perfgate {command} --resume` "
             "continues it from its journal (`ab-blocks/`).",
         ]
     lines += [
