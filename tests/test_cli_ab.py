@@ -3,6 +3,7 @@ file read by a virtual clock, so durations are exact on any machine; the paired 
 
 from __future__ import annotations
 
+import gzip
 import json
 import shlex
 from pathlib import Path
@@ -273,12 +274,12 @@ def test_each_gpu_gets_a_block_process_per_tree_and_a_case_keeps_its_gpu(repo, t
     assert status == 0, out + err
     assert json.loads(out_file.read_text())["lanes"] == 2 and len(results(out_file)) == 4
     seen: dict[str, set] = {}
-    for report in (tmp_path / "ab-blocks").glob("lane*-pair*-*.json"):
-        lane = int(report.name[4])
-        for entry in json.loads(report.read_text())["benchmarks"]:
+    for report in (tmp_path / "ab-blocks").glob("lane*-pair*-*.json.gz"):  # kept gzipped
+        lane, label = int(report.name[4]), report.name.split("-")[2][0]
+        for entry in json.loads(gzip.decompress(report.read_bytes()))["benchmarks"]:
             visible = entry["extra_info"]["visible"]
             assert visible == ["GPU-aa", "GPU-bb"][lane]  # the block process's own GPU
-            seen.setdefault(entry["fullname"], set()).add((report.name[-6], visible))
+            seen.setdefault(entry["fullname"], set()).add((label, visible))
     assert len(seen) == 4 and {v for cases in seen.values() for _, v in cases} == {
         "GPU-aa",
         "GPU-bb",

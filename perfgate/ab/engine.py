@@ -273,6 +273,7 @@ class Engine:
             started = self.clock()
             run = self.runner.run(block, lane, report, report.with_suffix(".log"))
             seconds = self.clock() - started
+            report = self.journal.compact(report)
             self.journal.record(Entry(block, run, seconds), report,
                                 self.runner.pids())  # fmt: skip
             self._stepped(lane, block, seconds)

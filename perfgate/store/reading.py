@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import gzip
 import json
 import os
 import re
@@ -227,14 +228,17 @@ def read_json(path: Path) -> dict:
 
 
 def read_results(path: Path) -> Run:
-    """A session's ``--benchmark-json`` output (not a stored run), read and checked; StoreError
-    naming the file."""
+    """A session's ``--benchmark-json`` output (not a stored run), read and checked, gzipped
+    where its name ends in .gz; StoreError naming the file."""
     path = Path(path)
     try:
-        run = run_from_json(json.loads(path.read_text(encoding="utf-8")), path)
+        data = path.read_bytes()
+        if path.suffix == ".gz":
+            data = gzip.decompress(data)
+        run = run_from_json(json.loads(data.decode("utf-8")), path)
         run_schema.check(run)
-    except OSError as error:
-        raise StoreError(f"cannot read {path}: {error.strerror}") from None
-    except (ValueError, RunFormatError) as error:
+    except OSError as error:  # gzip.BadGzipFile too
+        raise StoreError(f"cannot read {path}: {error.strerror or error}") from None
+    except (ValueError, EOFError, RunFormatError) as error:
         raise StoreError(f"{path}: {error}") from None
     return run
