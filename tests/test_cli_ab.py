@@ -230,17 +230,20 @@ def test_paired_blocks_need_three_pairs_for_a_test_and_equal_counts():
         compare_paired_blocks([1.0, 1.0], [1.0, 1.0, 1.0])
 
 
-def test_the_gate_names_the_ab_command_for_its_regressions():
+def test_the_gate_names_the_ab_command_for_exactly_its_regressions():
     from perfgate.session.gate import ab_hint
 
     regressed = {"perf_tests/test_mxint8.py::test_dequantize[cuda-1-triton-32]",
                  "perf_tests/test_sdpa.py::test_attention[cuda-x-flash-fp16]"}  # fmt: skip
     hint = ab_hint(regressed, "0123456789abcdef")
-    assert hint.endswith("perfgate ab 0123456789ab -k 'test_attention or test_dequantize'")
-    hint = ab_hint(regressed, "0123456789abcdef", ["bench", "tests/more"])
+    # the node ids, not -k of their functions (which ran every parametrization of them)
     assert hint.endswith(
-        "ab 0123456789ab --tests bench tests/more -k 'test_attention or test_dequantize'"
+        "perfgate ab 0123456789ab --tests "
+        "'perf_tests/test_mxint8.py::test_dequantize[cuda-1-triton-32]' "
+        "'perf_tests/test_sdpa.py::test_attention[cuda-x-flash-fp16]'"
     )
+    moved = ab_hint(regressed, "0123456789abcdef", lambda name: "../" + name)
+    assert "--tests '../perf_tests/test_mxint8.py::test_dequantize[cuda-1-triton-32]'" in moved
     assert ab_hint(set(), "0123456789abcdef") is None and ab_hint(regressed, None) is None
 
 
@@ -248,9 +251,22 @@ def test_the_gates_ab_command_pasted_into_a_shell_gives_back_the_exact_node_id()
     from perfgate.session.gate import ab_hint
 
     case = "tests/test_a.py::test_x[a b-1]"  # a shell would glob [...] and split at the space
-    hint = ab_hint({case}, "0123456789abcdef", [case])
+    hint = ab_hint({case}, "0123456789abcdef")
     command = shlex.split(hint.split("alternating blocks: ")[1])
-    assert command == ["perfgate", "ab", "0123456789ab", "--tests", case, "-k", "test_x"]
+    assert command == ["perfgate", "ab", "0123456789ab", "--tests", case]
+
+
+def test_a_node_id_is_said_from_the_folder_the_session_ran_in(tmp_path):
+    from types import SimpleNamespace
+
+    from perfgate.session.baseline import node_id_from_here
+
+    config = SimpleNamespace(rootpath=tmp_path, invocation_params=SimpleNamespace(dir=tmp_path))
+    assert node_id_from_here(config, "tests/t.py::test_x[1]") == "tests/t.py::test_x[1]"
+    config.invocation_params.dir = tmp_path / "tests"
+    assert node_id_from_here(config, "tests/t.py::test_x[1]") == "t.py::test_x[1]"
+    config.invocation_params.dir = tmp_path / "elsewhere"
+    assert node_id_from_here(config, "tests/t.py::test_x[1]") == "../tests/t.py::test_x[1]"
 
 
 GPU_BENCHMARKS = """

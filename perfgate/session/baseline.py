@@ -145,6 +145,17 @@ def test_paths(config: pytest.Config) -> list[str]:
     return shown
 
 
+def node_id_from_here(config: pytest.Config, node_id: str) -> str:
+    """``node_id`` (relative to pytest's rootdir) as pytest takes it from the folder the session
+    ran in, for the commands that perfgate prints."""
+    path, sep, rest = node_id.partition("::")
+    try:
+        path = os.path.relpath(config.rootpath / path, config.invocation_params.dir)
+    except ValueError:  # another drive
+        return node_id
+    return path + sep + rest
+
+
 def save_hint(config: pytest.Config, read: Options) -> str:
     """How to record a gateable baseline (per-round data: perfgate asked), with this session's
     own test paths and what it measures (a count needs a counted baseline); under the gate, that

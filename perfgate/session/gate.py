@@ -12,9 +12,10 @@ baseline (0 with ``--perf-first-baseline``).
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import pytest
@@ -25,7 +26,12 @@ from perfgate.fields import Declared, Field
 from perfgate.measure import launch_counts
 from perfgate.measure.mode import Mode
 from perfgate.options import Options
-from perfgate.session.baseline import FIRST_BASELINE, GATE_NOT_RUN, BaselineChoice, test_paths
+from perfgate.session.baseline import (
+    FIRST_BASELINE,
+    GATE_NOT_RUN,
+    BaselineChoice,
+    node_id_from_here,
+)
 from perfgate.session.declarations import declarations, test_name, uses_benchmark
 from perfgate.session.reruns import count_launches, run_again, say
 from perfgate.session.saver import Saver
@@ -37,16 +43,16 @@ from perfgate.verdict.thresholds import Thresholds
 
 
 def ab_hint(
-    regressed: set[str], baseline_commit: str | None, paths: Sequence[str] = ()
+    regressed: set[str], baseline_commit: str | None, here: Callable[[str], str] = str
 ) -> str | None:
-    """The ``perfgate ab`` command that re-runs the regressed tests (of the session's test
-    ``paths``) against the baseline's commit in alternating blocks (drift between sessions
+    """The ``perfgate ab`` command that re-runs exactly the regressed cases (their node ids, as
+    ``here`` words them from where the session ran: not every parametrization of their
+    functions) against the baseline's commit in alternating blocks (drift between sessions
     cancels there); each argument quoted for a shell (a node id holds ``[...]``, maybe spaces)."""
     if not regressed or not baseline_commit:
         return None
-    tests = sorted({name.split("::")[-1].split("[")[0] for name in regressed})
-    where = ["--tests", *paths] if paths else []
-    command = ["perfgate", "ab", baseline_commit[:12], *where, "-k", " or ".join(tests)]
+    tests = [here(name) for name in sorted(regressed)]
+    command = ["perfgate", "ab", baseline_commit[:12], "--tests", *tests]
     return (
         "perfgate gate: to confirm across sessions, run the baseline's commit and this tree in "
         f"alternating blocks: {shlex.join(command)}"
@@ -182,7 +188,8 @@ class GateSession:
         changes = summary.environment_difference(members[-1], current)
         self.lines = summary.terminal_lines(self.results, changes, self.choice.label)
         timed = not self.options.instructions  # a count needs no confirming across sessions
-        if timed and (hint := ab_hint(regressed, members[-1].commit, test_paths(self.config))):
+        here = functools.partial(node_id_from_here, self.config)
+        if timed and (hint := ab_hint(regressed, members[-1].commit, here)):
             self.lines.append(hint)
         self.write_reports(changes)
         if not any(r.verdict.gated for r in self.results):
