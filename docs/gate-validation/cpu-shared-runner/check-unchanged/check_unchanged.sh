@@ -6,14 +6,8 @@ git clone -q /work/main perfgate-src && python3 -m venv buildenv && buildenv/bin
 WHEEL=$(ls dist/perfgate-*.whl); echo "wheel $WHEEL"
 git clone -q /work/.mirror/python-attrs+cattrs/repo cattrs
 python3 -m venv venv && venv/bin/pip install -q "$WHEEL" ./cattrs msgspec orjson
-python3 - <<'PY'
-import pathlib
-p = pathlib.Path("cattrs/pyproject.toml")
-s = p.read_text()
-s = s.replace('typing_checkers = ["mypy"]\n', 'typing_checkers = ["mypy"]\nperfgate = true\n'
-              'filterwarnings = ["error", "ignore:Unknown config option:pytest.PytestConfigWarning"]\n')
-p.write_text(s)
-PY
+# cattrs's pytest settings as ../setup.sh gives them: perfgate on, warnings are errors
+sed -i 's/^typing_checkers = \["mypy"\]$/&\nperfgate = true\nfilterwarnings = ["error", "ignore:Unknown config option:pytest.PytestConfigWarning"]/' cattrs/pyproject.toml
 cd cattrs && git -c user.email=a@b -c user.name=a commit -qam "perfgate on" && git log --oneline -1
 export PATH=$ROOT/venv/bin:$PATH
 date; pytest bench -q -p no:cacheprovider --perf-gate --perf-first-baseline > $ROOT/baseline.log 2>&1; echo "baseline exit $?"; date
