@@ -498,6 +498,21 @@ def test_a_disk_that_fills_during_the_ab_is_said_to_be_full(repo, tmp_path, smal
     assert worktrees(repo) == 1
 
 
+def test_a_block_that_cannot_be_gzipped_is_one_line_and_stays_plain(tmp_path, monkeypatch):
+    report = tmp_path / "lane0-pair0-A.json"
+    report.write_text(json.dumps({"benchmarks": []}))
+
+    def full(*args, **kwargs):
+        raise OSError(28, os.strerror(28))
+
+    monkeypatch.setattr(journal.gzip, "open", full)
+    with pytest.raises(AbError) as raised:
+        journal.Journal(tmp_path, {}, []).compact(report)
+    line = str(raised.value)
+    assert f"cannot write {report}.gz (the disk is full)" in line and "--resume" in line
+    assert report.is_file() and [p.name for p in tmp_path.iterdir()] == [report.name]
+
+
 def test_a_session_that_cannot_write_is_answered_not_ended(tmp_path, monkeypatch):
     def full(args, log):
         raise OSError(28, os.strerror(28), str(tmp_path / "lane0-pair0-B.json"))
