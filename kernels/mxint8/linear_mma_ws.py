@@ -134,9 +134,10 @@ def _multiply(scales_ptr, x_desc, w_desc, x_bufs, w_bufs, ready, empty, off_m, o
                 w = _weight_part(w_slot, row0, p, e1, a_layout, USUAL)
             b = x_slot.slice(p * _SUB_K, _SUB_K, dim=1).permute((1, 0))
             acc = warpgroup_mma(w, b, acc, is_async=True)
-            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
-            if p == 0:  # the previous block's last wgmma is done: its slot goes back
-                mbarrier.arrive(empty.index((i + STAGES - 1) % STAGES), count=1, pred=i > 0)
+            # three in flight: part p of the next block reuses this part's registers after it
+            acc = warpgroup_mma_wait(num_outstanding=3, deps=(acc,))
+        # the previous block's wgmmas are done: its slot goes back
+        mbarrier.arrive(empty.index((i + STAGES - 1) % STAGES), count=1, pred=i > 0)
     return warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
 
 

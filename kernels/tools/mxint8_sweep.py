@@ -303,6 +303,7 @@ def table_choice(m: int, n: int, k: int, device: str) -> LinearConfig | None:
 
 # --- Nsight Compute -----------------------------------------------------------------------------
 NCU_SECTIONS = ["SpeedOfLight", "Occupancy", "LaunchStats", "WarpStateStats"]
+NCU_EVERY_KERNEL = ("mma", "mma_ws")  # profiled as each row's fastest of its kind, too
 
 
 def ncu_case(case: str) -> None:
@@ -531,6 +532,17 @@ def profiles(result: dict, out: Path) -> dict:
         if row["best"]:
             fields = row["configs"][row["best"]]
             cases[f"{row['n']}x{row['k']} batch {row['m']}"] = ["linear", *shape(row), fields]
+        for kernel in sorted({c["kernel"] for c in row["configs"].values()}):
+            timed = {
+                name: us
+                for name, us in row["us"].items()
+                if name in row["configs"] and row["configs"][name]["kernel"] == kernel
+                and not isinstance(us, str)
+            }  # fmt: skip
+            fastest = min(timed, key=timed.get) if timed else None
+            if fastest and fastest != row["best"] and kernel in NCU_EVERY_KERNEL:
+                case = ["linear", *shape(row), row["configs"][fastest]]
+                cases[f"{row['n']}x{row['k']} batch {row['m']} fastest {kernel}"] = case
     found = {}
     for name, case in cases.items():
         found[name] = ncu_profile(case, out / "ncu.txt", name)
