@@ -1,23 +1,25 @@
 """The fused linear for large batches on Hopper: a mixed-input GEMM whose two consumer warp groups
-dequantize the weight into wgmma's register operand while each other's tensor-core work runs.
+dequantize the weight into wgmma's register operand while the tensor cores run.
 
 ``out^T[N, M] = W[N, K] @ x^T[K, M]``, one program per tile of 128 weight rows and ``BLOCK_M``
-batch rows, in three groups of warps (Gluon's warp specialization):
+batch rows, in two warp groups of 64 weight rows each (Gluon's warp specialization: two
+partitions, so that neither waits for the other at a block-wide barrier):
 
-- a loader warp brings each 64-value K block of x (bf16) and of the int8 mantissas into a ring
-  of ``STAGES`` shared-memory slots with the bulk tensor copy engine (TMA);
-- two consumer warp groups, 64 weight rows each, read their rows' mantissas of a slot straight
-  into the register layout of wgmma's left operand, turn them into bf16 (linear_mma's inline
-  assembly: exact for scales 7..252) and start an asynchronous wgmma on x's slot, one scale
-  group (32 values of K) at a time, with one wgmma in flight while the next group is
-  dequantized. Neither waits for the other: a slot goes back to the loader once both have
-  finished with it (its mbarrier counts two arrivals), so one group's dequantization overlaps
-  the other's tensor-core work without a block-wide barrier.
+- the bulk tensor copy engine (TMA) brings each 64-value K block of x (bf16) and of the int8
+  mantissas into a ring of ``STAGES`` shared-memory slots; the first warp group starts each
+  copy, ``STAGES - 2`` blocks ahead, once both groups have released the slot (its mbarrier
+  counts two arrivals);
+- each group reads its rows' mantissas of a slot straight into the register layout of wgmma's
+  left operand, turns them into bf16 (linear_mma's inline assembly: exact for scales 7..252)
+  and starts the block's four wgmmas on x's slot as one asynchronous group; the next block is
+  dequantized while they run (two blocks an iteration, so that the two blocks' weights live in
+  different registers, which ptxas needs to keep the wgmmas asynchronous).
 
 Before the loop the program reads every scale of its rows once: if any lies outside 7..252 it
 dequantizes with the spec's six steps instead (never for weights the quantizer writes). Needs
-a Hopper GPU, bf16 x, K a multiple of 64, groups of 32 or a multiple of 64 values; no K split.
-``launch_mma_ws`` is the host side.
+a Hopper GPU, bf16 x, K a multiple of 128, groups of 32 or a multiple of 64 values; no K split.
+``launch_mma_ws`` is the host side; kernels/tools/mxint8_hopper_build.py builds it for sm_90a on
+any machine and reports whether ptxas kept the wgmmas asynchronous.
 """
 
 from __future__ import annotations
@@ -43,7 +45,6 @@ BLOCK_K = 64
 CONSUMER_REGISTERS = 232  # setmaxnreg's budget for the second consumer warp group
 _ROWS: gl.constexpr = gl.constexpr(BLOCK_N // 2)
 _FIRST_ROW: gl.constexpr = gl.constexpr(0)
-_SUB_K: gl.constexpr = gl.constexpr(16)  # K values a wgmma
 _USUAL_SCALE_MIN = gl.constexpr(USUAL_SCALE_MIN)
 _USUAL_SCALE_MAX = gl.constexpr(USUAL_SCALE_MAX)
 # Four int8 mantissas ($2) and their bf16 steps 2^(e-133) as two pairs ($3, $4) -> four bf16
@@ -72,28 +73,52 @@ def _group_scales(scales_ptr, rows, block, g, groups_per_row, GROUP_SIZE: gl.con
 
 
 @gluon.jit
-def _weight_part(w_slot, row0, g, e, a_layout: gl.constexpr, USUAL: gl.constexpr):
-    """bf16 [64, 16] weights of slot rows row0.. and K part g, in wgmma's register layout."""
-    v = w_slot.slice(row0, _ROWS, dim=0).slice(g * _SUB_K, _SUB_K, dim=1).load(a_layout)
-    e2 = gl.expand_dims(e, 1)
+def _weights(w_slot, row0, e0, e1, a_layout: gl.constexpr, USUAL: gl.constexpr):
+    """bf16 [64, 64] weights of slot rows row0.. in wgmma's register layout; e0 and e1 are the
+    scales [64] of the block's first and second 32 values of K."""
+    v = w_slot.slice(row0, _ROWS, dim=0).load(a_layout)
+    second = gl.expand_dims(gl.arange(0, 64, layout=gl.SliceLayout(0, a_layout)), 0) >= 32
+    e = gl.where(second, gl.expand_dims(e1, 1), gl.expand_dims(e0, 1))  # constant per register
     if USUAL:
-        step = ((e2 - 6) << 7).to(gl.int16).to(gl.bfloat16, bitcast=True)  # 2^(e - 133)
-        step = gl.broadcast(step, v)[0]
+        step = ((e - 6) << 7).to(gl.int16).to(gl.bfloat16, bitcast=True)  # 2^(e - 133)
         w = gl.inline_asm_elementwise(
             _FOUR_VALUES_ASM, "=r,=r,r,r,r", [v, step], dtype=gl.bfloat16, is_pure=True, pack=4
         )
     else:  # a scale outside 7..252 among the program's rows: the spec's six steps
-        bits = dequantize_bits(v.to(gl.int32), gl.broadcast(e2, v)[0])
+        bits = dequantize_bits(v.to(gl.int32), e)
         w = bits.to(gl.int16).to(gl.bfloat16, bitcast=True)
     return w
+
+
+@gluon.jit
+def _block(scales_ptr, x_desc, w_desc, x_bufs, w_bufs, ready, empty, off_m, off_n, i, k_blocks, acc,
+           e0, e1, row0: gl.constexpr, a_layout: gl.constexpr, STAGES: gl.constexpr,
+           USUAL: gl.constexpr):  # fmt: skip
+    """K block i: wait for its slot, dequantize its weights, start its four wgmmas (one group)
+    and wait for the previous block's, whose slot then goes back. The warp group of row0 = 0
+    also refills the slot of block i - 2 once the other group is done with it."""
+    s = i % STAGES
+    mbarrier.wait(ready.index(s), (i // STAGES) & 1)
+    if row0 == 0:  # no branch around the wait: ptxas would serialize the wgmmas
+        j = i + STAGES - 2
+        refill = (i > 1) & (j < k_blocks)
+        mbarrier.wait(empty.index(j % STAGES), ((j // STAGES) & 1) ^ 1, pred=refill)
+        _load_block(x_desc, w_desc, x_bufs, w_bufs, ready, off_m, off_n, j, refill, STAGES)
+    w = _weights(w_bufs.index(s), row0, e0, e1, a_layout, USUAL)
+    acc = warpgroup_mma(w, x_bufs.index(s).permute((1, 0)), acc, is_async=True)
+    acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc,))
+    mbarrier.arrive(empty.index((i + STAGES - 1) % STAGES), count=1, pred=i > 0)
+    return acc
 
 
 @gluon.jit
 def _multiply(scales_ptr, x_desc, w_desc, x_bufs, w_bufs, ready, empty, off_m, off_n, k_blocks, N,
               K, row0: gl.constexpr, BLOCK_M: gl.constexpr, GROUP_SIZE: gl.constexpr,
               STAGES: gl.constexpr, USUAL: gl.constexpr):  # fmt: skip
-    """float32 [64, BLOCK_M]: weight rows off_n + row0.. times x's tile, over all of K. The
-    warp group of row0 = 0 also refills each slot once both have finished with it."""
+    """float32 [64, BLOCK_M]: weight rows off_n + row0.. times x's tile, over all of K.
+
+    Two blocks an iteration, so that a block's weights (dequantized while the previous block's
+    wgmmas run) never share registers with the block in flight: otherwise ptxas serializes."""
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, BLOCK_M, 16]
     )
@@ -101,43 +126,30 @@ def _multiply(scales_ptr, x_desc, w_desc, x_bufs, w_bufs, ready, empty, off_m, o
     rows = off_n + row0 + gl.arange(0, _ROWS, layout=gl.SliceLayout(1, a_layout))
     rows = gl.minimum(rows, N - 1).to(gl.int64)
     groups_per_row = K // GROUP_SIZE
-    # At least one block: without a path that skips the loop, no zeroing of the accumulator
-    # lies between a wgmma and its wait, which would make ptxas serialize every wgmma.
-    gl.assume(k_blocks > 0)
+    # An even number of blocks, at least two: without a path that skips the loop, no zeroing of
+    # the accumulator lies between a wgmma and its wait (ptxas would serialize them).
+    gl.assume(k_blocks > 1)
     acc = gl.zeros([_ROWS, BLOCK_M], gl.float32, acc_layout)
+    operands = (x_desc, w_desc, x_bufs, w_bufs, ready, empty, off_m, off_n)
     # Scales come from global memory (a few bytes a row and block), two blocks ahead.
-    e0_next = _group_scales(scales_ptr, rows, 0, 0, groups_per_row, GROUP_SIZE)
-    e1_next = _group_scales(scales_ptr, rows, 0, 1, groups_per_row, GROUP_SIZE)
-    e0_after = _group_scales(scales_ptr, rows, 1, 0, groups_per_row, GROUP_SIZE)
-    e1_after = _group_scales(scales_ptr, rows, 1, 1, groups_per_row, GROUP_SIZE)
-    for i in range(k_blocks):
-        e0 = e0_next
-        e1 = e1_next
-        e0_next = e0_after
-        e1_next = e1_after
-        later = gl.minimum(i + 2, k_blocks - 1)
-        e0_after = _group_scales(scales_ptr, rows, later, 0, groups_per_row, GROUP_SIZE)
-        e1_after = _group_scales(scales_ptr, rows, later, 1, groups_per_row, GROUP_SIZE)
-        s = i % STAGES
-        mbarrier.wait(ready.index(s), (i // STAGES) & 1)
-        if row0 == 0:  # refill the slot of block i - 2 once the other group is done with it
-            j = i + STAGES - 2
-            refill = (i > 1) & (j < k_blocks)
-            mbarrier.wait(empty.index(j % STAGES), ((j // STAGES) & 1) ^ 1, pred=refill)
-            _load_block(x_desc, w_desc, x_bufs, w_bufs, ready, off_m, off_n, j, refill, STAGES)
-        w_slot = w_bufs.index(s)
-        x_slot = x_bufs.index(s)
-        for p in gl.static_range(4):  # one wgmma per 16 values of K
-            if p < 2:
-                w = _weight_part(w_slot, row0, p, e0, a_layout, USUAL)
-            else:
-                w = _weight_part(w_slot, row0, p, e1, a_layout, USUAL)
-            b = x_slot.slice(p * _SUB_K, _SUB_K, dim=1).permute((1, 0))
-            acc = warpgroup_mma(w, b, acc, is_async=True)
-            # three in flight: part p of the next block reuses this part's registers after it
-            acc = warpgroup_mma_wait(num_outstanding=3, deps=(acc,))
-        # the previous block's wgmmas are done: its slot goes back
-        mbarrier.arrive(empty.index((i + STAGES - 1) % STAGES), count=1, pred=i > 0)
+    e0_even = _group_scales(scales_ptr, rows, 0, 0, groups_per_row, GROUP_SIZE)
+    e1_even = _group_scales(scales_ptr, rows, 0, 1, groups_per_row, GROUP_SIZE)
+    e0_odd = _group_scales(scales_ptr, rows, 1, 0, groups_per_row, GROUP_SIZE)
+    e1_odd = _group_scales(scales_ptr, rows, 1, 1, groups_per_row, GROUP_SIZE)
+    for i in range(0, k_blocks, 2):
+        e0 = e0_even
+        e1 = e1_even
+        later = gl.minimum(i + 2, k_blocks - 2)
+        e0_even = _group_scales(scales_ptr, rows, later, 0, groups_per_row, GROUP_SIZE)
+        e1_even = _group_scales(scales_ptr, rows, later, 1, groups_per_row, GROUP_SIZE)
+        acc = _block(scales_ptr, *operands, i, k_blocks, acc, e0, e1, row0, a_layout, STAGES,
+                     USUAL)  # fmt: skip
+        e0 = e0_odd
+        e1 = e1_odd
+        e0_odd = _group_scales(scales_ptr, rows, later + 1, 0, groups_per_row, GROUP_SIZE)
+        e1_odd = _group_scales(scales_ptr, rows, later + 1, 1, groups_per_row, GROUP_SIZE)
+        acc = _block(scales_ptr, *operands, i + 1, k_blocks, acc, e0, e1, row0, a_layout, STAGES,
+                     USUAL)  # fmt: skip
     return warpgroup_mma_wait(num_outstanding=0, deps=(acc,))
 
 
@@ -239,7 +251,7 @@ def mxint8_mma_ws_kernel(
 # --- Host side ----------------------------------------------------------------------------------
 def mma_ws_fits(x2d: torch.Tensor, mantissa: torch.Tensor, group_size: int) -> bool:
     """Whether this kernel takes the problem: a Hopper GPU, bf16 x whose rows the copy engine
-    can read, K a multiple of 64, groups of 32 values or a multiple of 64."""
+    can read, K a multiple of 128, groups of 32 values or a multiple of 64."""
     k = x2d.shape[1]
     return (
         x2d.is_cuda
@@ -247,7 +259,7 @@ def mma_ws_fits(x2d: torch.Tensor, mantissa: torch.Tensor, group_size: int) -> b
         and x2d.dtype == torch.bfloat16
         and (group_size == 32 or group_size % 64 == 0)
         and k > 0
-        and k % 64 == 0
+        and k % 128 == 0
         and x2d.data_ptr() % 16 == 0
         and (x2d.stride(0) * 2) % 16 == 0
         and x2d.stride(1) == 1
