@@ -26,6 +26,7 @@ from kernels.mxint8 import dequantize_reference, linear_launch, linear_tile, qua
 MAX_RELATIVE_ERROR = 1e-2
 WIDE = fl.LinearConfig(256, 128, 64, 1, 4, 4, kernel="mma_ws")
 NARROW = fl.LinearConfig(128, 128, 64, 1, 4, 6, kernel="mma_ws")
+SMALL = fl.LinearConfig(16, 128, 64, 1, 4, 12, kernel="mma_ws")  # batch 2-16
 BUILD_TOOL = Path(__file__).resolve().parents[1] / "kernels" / "tools" / "mxint8_hopper_build.py"
 
 pytest.importorskip("triton.experimental.gluon", reason="Gluon needs Triton >= 3.5")
@@ -95,7 +96,7 @@ def _hopper():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("config", [WIDE, NARROW], ids=["256-rows", "128-rows"])
+@pytest.mark.parametrize("config", [WIDE, NARROW, SMALL], ids=["256-rows", "128-rows", "16-rows"])
 @pytest.mark.parametrize(
     "scale_low, scale_high",
     [(linear_tile.USUAL_SCALE_MIN, linear_tile.USUAL_SCALE_MAX), (0, 254)],
@@ -126,9 +127,9 @@ def test_mma_ws_scale_255_gives_nan_where_the_reference_does_on_gpu():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("m", [1, 300, 512])
+@pytest.mark.parametrize("m", [1, 13, 300, 512])
 @pytest.mark.parametrize("group_size", [32, 128])
-@pytest.mark.parametrize("config", [WIDE, NARROW], ids=["256-rows", "128-rows"])
+@pytest.mark.parametrize("config", [WIDE, NARROW, SMALL], ids=["256-rows", "128-rows", "16-rows"])
 def test_mma_ws_matches_reference_with_tails_and_bias_on_gpu(m, group_size, config):
     """N (1000) off the 128-row tiles, M off the batch tiles (the copy engine reads zeros past
     them), K of 40 blocks, groups of one or two blocks."""

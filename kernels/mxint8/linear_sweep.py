@@ -67,6 +67,9 @@ _MMA_LARGE = [
 # values of K a block; a slot is refilled num_stages - 2 blocks ahead, and the ring holds at most
 # 227 KiB (40 KiB a slot at 256 batch rows, 24 KiB at 128).
 _MMA_WS = [(256, 4), (256, 5), (128, 4), (128, 6), (128, 8)]
+# Up to batch 64 one batch tile of the bucket's rows and deep rings (10-16 KiB a slot): the weight
+# streams through many bytes in flight while the tensor cores have little to do.
+_MMA_WS_SMALL_STAGES = (8, 12, 16)
 
 
 def gemv_configs(k: int) -> list[LinearConfig]:
@@ -103,4 +106,7 @@ def sweep_configs(bucket: int, k: int) -> list[LinearConfig]:
             configs.append(LinearConfig(bm, bn, bk, split, warps, stages, kernel=kernel))
     for bm, stages in _MMA_WS if bucket > 64 else ():
         configs.append(LinearConfig(bm, 128, 64, 1, 4, stages, kernel="mma_ws"))
+    for stages in _MMA_WS_SMALL_STAGES if 1 < bucket <= 64 else ():
+        if stages * (bucket * 128 + 8192) <= 220 * 1024:
+            configs.append(LinearConfig(bucket, 128, 64, 1, 4, stages, kernel="mma_ws"))
     return configs
