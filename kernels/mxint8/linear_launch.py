@@ -21,18 +21,12 @@ from kernels.mxint8.linear_gemv_stream import mxint8_gemv_stream_kernel
 from kernels.mxint8.linear_kernel import mxint8_linear_kernel
 from kernels.mxint8.linear_mma import mxint8_mma_kernel
 
-try:  # Gluon (Triton >= 3.5): the warp-specialized mixed-input GEMM for Hopper
-    from kernels.mxint8.linear_mma_ws import launch_mma_ws, mma_ws_fits, mxint8_mma_ws_kernel
-except ImportError:  # an older Triton: "mma_ws" configs run as MMA_WS_FALLBACK
-    mxint8_mma_ws_kernel = None
-
 KERNELS = {
     "tile": mxint8_linear_kernel,
     "gemv": mxint8_gemv_kernel,
     "gemv_stream": mxint8_gemv_stream_kernel,
     "mma": mxint8_mma_kernel,
     "mma_plain": mxint8_mma_kernel,
-    "mma_ws": mxint8_mma_ws_kernel,
 }
 
 
@@ -41,10 +35,8 @@ class LinearConfig:
     """Block sizes, K split, warps and pipeline depth of one launch of the fused kernel, and
     which kernel: "tile" (tensor cores; linear_kernel.py), "gemv" (CUDA cores, one row of x
     per program; linear_gemv.py), "gemv_stream" (the GEMV on ``programs_per_sm``
-    persistent programs per SM; linear_gemv_stream.py), "mma" / "mma_plain" (the mixed-input
-    GEMM computing out^T = W @ x^T or out = x @ W^T; linear_mma.py), or "mma_ws" (out^T as a
-    warp-specialized Gluon kernel for Hopper, linear_mma_ws.py: block_m rows of x, 128 of W,
-    block_k 64, num_stages copy slots, no K split)."""
+    persistent programs per SM; linear_gemv_stream.py), or "mma" / "mma_plain" (the mixed-input
+    GEMM computing out^T = W @ x^T or out = x @ W^T; linear_mma.py)."""
 
     block_m: int
     block_n: int
@@ -65,8 +57,6 @@ class LinearConfig:
             raise ValueError(
                 f"a gemv_stream config does not split K: split_k=1, not {self.split_k}"
             )
-        if self.kernel == "mma_ws" and (self.block_n, self.block_k, self.split_k) != (128, 64, 1):
-            raise ValueError("an mma_ws config takes block_n=128, block_k=64, split_k=1")
         if (self.kernel == "gemv_stream") != (self.programs_per_sm > 0):
             raise ValueError("programs_per_sm > 0 exactly for a gemv_stream config")
 
@@ -161,9 +151,6 @@ def launch_plan(config: LinearConfig, m: int, n: int, k: int, interpreted: bool)
 
 # What a gemv config runs as where the GEMV kernel cannot: the first GEMV tile, no split.
 GEMV_FALLBACK = LinearConfig(16, 64, 128, 1, 4, 4)
-# What an "mma_ws" config runs as where that kernel cannot (no Hopper GPU, Triton's interpreter,
-# rows the copy engine cannot read, K not a multiple of 64): the Triton mixed-input GEMM.
-MMA_WS_FALLBACK = LinearConfig(128, 128, 64, 1, 8, 3, kernel="mma")
 
 
 def gemv_fits(x2d, config: LinearConfig, group_size: int) -> bool:
@@ -187,12 +174,6 @@ def launch(x2d, mantissa, scales, bias, out, group_size: int, config: LinearConf
     n = mantissa.shape[0]
     if config.kernel.startswith("gemv") and not gemv_fits(x2d, config, group_size):
         config = GEMV_FALLBACK
-    if config.kernel == "mma_ws":
-        usable = mxint8_mma_ws_kernel is not None and not interpreting()
-        if not (usable and mma_ws_fits(x2d, mantissa, group_size)):
-            config = MMA_WS_FALLBACK
-        else:
-            return launch_mma_ws(x2d, mantissa, scales, bias, out, group_size, config)
     grid, meta = launch_plan(config, m, n, k, interpreting())
     workspace_elements = config.workspace_elements(m, n)
     counters = split_k_counters(out.device, grid[0])
@@ -203,7 +184,7 @@ def launch(x2d, mantissa, scales, bias, out, group_size: int, config: LinearConf
     workspace = torch.empty(max(workspace_elements, 1), dtype=torch.float32, device=out.device)
     if config.kernel.startswith("gemv"):  # its loop is pipelined by tl.range, not by the launch
         meta = dict(meta, NUM_STAGES=config.num_stages)
-    if config.kernel in ("mma", "mma_plain"):
+    if config.kernel.startswith("mma"):
         meta = dict(meta, WEIGHT_LEFT=config.kernel == "mma")
     args = kernel_operands(x2d, mantissa, scales, bias, out, workspace, counters)
     return KERNELS[config.kernel][grid](*args, **problem_meta(m, bias, group_size), **meta)

@@ -5,8 +5,7 @@ At batch 1 the GEMV kernel (linear_gemv.py): (block_n, block_k, num_warps) x K s
 pipelining by Triton (3 stages) or by hand (1), and its stream form on N programs per SM. Up to
 batch 64 the tile kernel with one row tile: narrow to wide weight tiles, short to long K blocks,
 2-5 pipeline stages, K split 1-16, and the mixed-input GEMM (linear_mma.py) with K split 1-8;
-from batch 128 the mixed-input GEMM in both orientations and its warp-specialized Gluon form
-(linear_mma_ws.py) with 128 or 256 batch rows a tile. The tile kernel's sets were timed on
+from batch 128 the mixed-input GEMM in both orientations. The tile kernel's sets were timed on
 an H200 (docs/gate-validation/mxint8-session14), where GEMV tiles of 16 rows and tiles of 128
 won.
 """
@@ -63,13 +62,6 @@ _MMA_LARGE = [
     ("mma_plain", 64, 128, 64, 4, 4, 1),
     ("mma_plain", 256, 128, 64, 8, 3, 1),
 ]
-# The warp-specialized form (linear_mma_ws.py): (block_m, num_stages), 128 weight rows and 64
-# values of K a block; a slot is refilled num_stages - 2 blocks ahead, and the ring (40 KiB a slot
-# at 256 batch rows, 24 KiB at 128) and the groups' four 8 KiB bf16 tiles fit in 227 KiB.
-_MMA_WS = [(256, 4), (128, 4), (128, 6), (128, 8)]
-# Up to batch 64 one batch tile of the bucket's rows and deep rings (10-16 KiB a slot): the weight
-# streams through many bytes in flight while the tensor cores have little to do.
-_MMA_WS_SMALL_STAGES = (8, 12, 16)
 
 
 def gemv_configs(k: int) -> list[LinearConfig]:
@@ -104,9 +96,4 @@ def sweep_configs(bucket: int, k: int) -> list[LinearConfig]:
     for kernel, bm, bn, bk, warps, stages, split in _MMA_LARGE if bucket > 64 else ():
         if k >= 2 * split * bk:
             configs.append(LinearConfig(bm, bn, bk, split, warps, stages, kernel=kernel))
-    for bm, stages in _MMA_WS if bucket > 64 else ():
-        configs.append(LinearConfig(bm, 128, 64, 1, 4, stages, kernel="mma_ws"))
-    for stages in _MMA_WS_SMALL_STAGES if 1 < bucket <= 64 else ():
-        if stages * (bucket * 128 + 8192) + 32768 <= 226 * 1024:
-            configs.append(LinearConfig(bucket, 128, 64, 1, 4, stages, kernel="mma_ws"))
     return configs

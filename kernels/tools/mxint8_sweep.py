@@ -303,7 +303,7 @@ def table_choice(m: int, n: int, k: int, device: str) -> LinearConfig | None:
 
 # --- Nsight Compute -----------------------------------------------------------------------------
 NCU_SECTIONS = ["SpeedOfLight", "Occupancy", "LaunchStats", "WarpStateStats"]
-NCU_EVERY_KERNEL = ("mma", "mma_ws")  # profiled as each row's fastest of its kind, too
+NCU_EVERY_KERNEL = ("mma",)  # profiled as each row's fastest of its kind, too
 
 
 def ncu_case(case: str) -> None:
