@@ -532,15 +532,14 @@ def profiles(result: dict, out: Path) -> dict:
         if row["best"]:
             fields = row["configs"][row["best"]]
             cases[f"{row['n']}x{row['k']} batch {row['m']}"] = ["linear", *shape(row), fields]
-        for kernel in sorted({c["kernel"] for c in row["configs"].values()}):
+        for kernel in NCU_EVERY_KERNEL:
             timed = {
                 name: us
                 for name, us in row["us"].items()
-                if name in row["configs"] and row["configs"][name]["kernel"] == kernel
-                and not isinstance(us, str)
-            }  # fmt: skip
-            fastest = min(timed, key=timed.get) if timed else None
-            if fastest and fastest != row["best"] and kernel in NCU_EVERY_KERNEL:
+                if row["configs"].get(name, {}).get("kernel") == kernel and not isinstance(us, str)
+            }
+            fastest = min(timed, key=timed.get, default=None)
+            if fastest not in (None, row["best"]):
                 case = ["linear", *shape(row), row["configs"][fastest]]
                 cases[f"{row['n']}x{row['k']} batch {row['m']} fastest {kernel}"] = case
     found = {}
